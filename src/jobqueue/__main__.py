@@ -1,0 +1,3 @@
+from jobqueue.cli import main
+
+main()

@@ -1,0 +1,5 @@
+"""The HTTP API."""
+
+from jobqueue.api.app import create_app
+
+__all__ = ["create_app"]

@@ -1,0 +1,34 @@
+"""The FastAPI application, built around a JobQueue."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi import FastAPI
+
+from jobqueue.api import errors
+from jobqueue.api.limits import BodyLimit
+from jobqueue.api.routes import router
+from jobqueue.app import JobQueue
+
+
+def create_app(
+    jq: JobQueue,
+    *,
+    check_types: bool = True,
+    listener_health: Callable[[], str | None] = lambda: None,
+) -> FastAPI:
+    """``check_types``: refuse job types with no registered handler (off for `jobqueue api`
+    alone, which does not know the workers' handlers)."""
+    app = FastAPI(
+        title="jobqueue",
+        summary="A background job service on PostgreSQL.",
+        version="0.1.0",
+    )
+    app.state.jobqueue = jq
+    app.state.check_types = check_types
+    app.state.listener_health = listener_health
+    app.include_router(router)
+    errors.install(app)
+    app.add_middleware(BodyLimit, max_payload_bytes=jq.settings.max_payload_bytes)
+    return app

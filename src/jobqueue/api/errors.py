@@ -1,0 +1,73 @@
+"""Error responses: always JSON, and every field error names its field.
+
+    {"detail": [{"field": "max_attempts", "loc": ["body", "max_attempts"],
+                 "msg": "Input should be greater than or equal to 1",
+                 "type": "greater_than_equal"}]}
+
+Errors about no single field (404, 409, 503) carry ``detail`` as one string.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import asyncpg
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+UNAVAILABLE: tuple[type[Exception], ...] = (
+    OSError,
+    TimeoutError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    asyncpg.TooManyConnectionsError,
+)
+
+
+def field_error(loc: Sequence[str | int], msg: str, type: str) -> dict[str, Any]:
+    # "field" is the location without its "body"/"path"/"query" prefix.
+    field = ".".join(str(p) for p in loc[1:]) or str(loc[0])
+    return {"field": field, "loc": list(loc), "msg": msg, "type": type}
+
+
+def field_errors(status: int, errors: list[dict[str, Any]]) -> JSONResponse:
+    return JSONResponse({"detail": errors}, status_code=status)
+
+
+async def validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = [
+        # A JSON syntax error is located by character offset, not by field.
+        field_error(["body"] if e["type"] == "json_invalid" else e["loc"], _message(e), e["type"])
+        for e in exc.errors()
+    ]
+    malformed = any(e["type"] == "json_invalid" for e in exc.errors())
+    return field_errors(400 if malformed else 422, errors)
+
+
+def _message(error: dict[str, Any]) -> str:
+    if error["type"] == "json_invalid":
+        reason = error.get("ctx", {}).get("error", "cannot be parsed")
+        return f"malformed JSON at character {error['loc'][-1]}: {reason}"
+    if error["type"] == "extra_forbidden":
+        return "unknown field"
+    return str(error["msg"])
+
+
+async def database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse(
+        {"detail": "database unavailable; retry later"},
+        status_code=503,
+        headers={"Retry-After": "1"},
+    )
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, validation_error)
+    for exc in UNAVAILABLE:
+        app.add_exception_handler(exc, database_unavailable)

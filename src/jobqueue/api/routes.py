@@ -1,0 +1,134 @@
+"""The endpoints: jobs, health and readiness."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated
+
+from fastapi import APIRouter, Body, HTTPException, Path, Query, Request, Response
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+
+from jobqueue.api.errors import UNAVAILABLE, field_error
+from jobqueue.app import JobQueue
+from jobqueue.job import Job, JobStatus, NewJob
+
+router = APIRouter()
+
+JobId = Annotated[int, Path(ge=1, le=2**63 - 1, description="The job's id.")]
+READY_TIMEOUT_SECONDS = 2.0
+
+
+class JobList(BaseModel):
+    jobs: list[Job]
+    next_after: int | None = None
+    """Pass as ``after`` to get the next page; null on the last page."""
+
+
+class Health(BaseModel):
+    status: str
+
+
+class Readiness(BaseModel):
+    status: str
+    database: str
+    listener: str | None = None
+
+
+def jobqueue(request: Request) -> JobQueue:
+    jq: JobQueue = request.app.state.jobqueue
+    return jq
+
+
+@router.post(
+    "/jobs",
+    status_code=201,
+    response_model=Job,
+    summary="Enqueue a job",
+    responses={
+        400: {"description": "Malformed JSON"},
+        413: {"description": "Payload over JOBQUEUE_MAX_PAYLOAD_BYTES"},
+        422: {"description": "Invalid field, unknown field, or no handler for the type"},
+        503: {"description": "Database unavailable"},
+    },
+)
+async def create_job(request: Request, response: Response, new: Annotated[NewJob, Body()]) -> Job:
+    jq = jobqueue(request)
+    size = len(json.dumps(new.payload, separators=(",", ":")).encode())
+    if size > jq.settings.max_payload_bytes:
+        raise HTTPException(
+            413,
+            detail=[
+                field_error(
+                    ["body", "payload"],
+                    f"payload is {size} bytes; the limit is {jq.settings.max_payload_bytes} "
+                    "(JOBQUEUE_MAX_PAYLOAD_BYTES)",
+                    "too_large",
+                )
+            ],
+        )
+    if request.app.state.check_types and new.type not in jq.tasks:
+        known = ", ".join(sorted(jq.tasks)) or "none"
+        raise HTTPException(
+            422,
+            detail=[
+                field_error(
+                    ["body", "type"],
+                    f"no handler is registered for type {new.type!r}; known types: {known}",
+                    "unknown_type",
+                )
+            ],
+        )
+    job = await jq.enqueue_job(new)
+    response.headers["Location"] = f"/jobs/{job.id}"
+    return job
+
+
+@router.get("/jobs/{id}", response_model=Job, summary="Get a job", responses={404: {}})
+async def get_job(request: Request, id: JobId) -> Job:
+    job = await jobqueue(request).get(id)
+    if job is None:
+        raise HTTPException(404, detail=f"job {id} not found")
+    return job
+
+
+@router.get("/jobs", response_model=JobList, summary="List jobs, newest first")
+async def list_jobs(
+    request: Request,
+    status: Annotated[JobStatus | None, Query(description="Only jobs in this state.")] = None,
+    type: Annotated[str | None, Query(description="Only jobs of this type.")] = None,
+    queue: Annotated[str | None, Query(description="Only jobs in this queue.")] = None,
+    limit: Annotated[int, Query(ge=1, le=500, description="Page size.")] = 50,
+    after: Annotated[
+        int | None,
+        Query(ge=1, le=2**63 - 1, description="Cursor: `next_after` of the previous page."),
+    ] = None,
+) -> JobList:
+    jobs = await jobqueue(request).list(
+        status=status, type=type, queue=queue, after=after, limit=limit
+    )
+    return JobList(jobs=jobs, next_after=jobs[-1].id if len(jobs) == limit else None)
+
+
+@router.get("/healthz", response_model=Health, summary="Is the process alive?")
+async def healthz() -> Health:
+    return Health(status="ok")
+
+
+@router.get(
+    "/readyz",
+    response_model=Readiness,
+    summary="Can the database be reached?",
+    responses={503: {"model": Readiness}},
+)
+async def readyz(request: Request) -> Response:
+    jq = jobqueue(request)
+    listener = request.app.state.listener_health()
+    try:
+        pool = await jq.pool()
+        await asyncio.wait_for(pool.fetchval(jq.queries.ping), READY_TIMEOUT_SECONDS)
+    except UNAVAILABLE:
+        body = Readiness(status="unavailable", database="unreachable", listener=listener)
+        return JSONResponse(body.model_dump(), status_code=503)
+    return JSONResponse(Readiness(status="ready", database="ok", listener=listener).model_dump())

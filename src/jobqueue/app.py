@@ -1,0 +1,280 @@
+"""JobQueue: the Python API. Register tasks, enqueue jobs, read them back.
+
+jq = JobQueue()                         # DATABASE_URL, or the embedded default
+
+@jq.task("send_email", max_attempts=5, queue="mail")
+async def send_email(payload: dict) -> None: ...
+
+job = await jq.enqueue("send_email", {"to": "a@b.c"})
+job = jq.enqueue_sync("send_email", {"to": "a@b.c"})   # from sync code
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import inspect
+import threading
+from collections.abc import Callable, Coroutine, Mapping
+from datetime import datetime
+from typing import Any, TypeVar
+
+import asyncpg
+
+from jobqueue import config
+from jobqueue.config import Settings
+from jobqueue.db.embedded import EmbeddedPostgres
+from jobqueue.db.migrate import migrate
+from jobqueue.db.pool import create_pool, resolve_dsn
+from jobqueue.db.sql import Queries, queries
+from jobqueue.job import Job, JobStatus, NewJob
+
+Handler = Callable[..., Any]
+F = TypeVar("F", bound=Handler)
+T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """A registered handler and the defaults its jobs get."""
+
+    type: str
+    fn: Handler
+    queue: str | None = None
+    max_attempts: int | None = None
+    priority: int | None = None
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.fn)
+
+    @functools.cached_property
+    def takes_context(self) -> bool:
+        """True if the handler has a second parameter, for the JobContext."""
+        params = inspect.signature(self.fn).parameters.values()
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
+class JobQueue:
+    """Tasks plus a connection to the queue's database.
+
+    ``dsn`` and ``schema`` override ``DATABASE_URL`` and ``JOBQUEUE_SCHEMA``; with
+    neither a DSN nor ``DATABASE_URL`` the embedded PostgreSQL in
+    ``JOBQUEUE_DATA_DIR`` is used (started, or joined if another process runs it).
+    The connection opens on first use; ``close()`` (or ``async with``) ends it.
+    """
+
+    def __init__(
+        self, dsn: str | None = None, *, schema: str | None = None, settings: Settings | None = None
+    ) -> None:
+        settings = settings or config.load()
+        if dsn is not None:
+            settings = dataclasses.replace(settings, database_url=dsn)
+        if schema is not None:
+            settings = dataclasses.replace(settings, schema=config.schema_name("schema", schema))
+        self.settings = settings
+        self.tasks: dict[str, Task] = {}
+        self._dsn: str | None = None
+        self._embedded: EmbeddedPostgres | None = None
+        self._pools: dict[asyncio.AbstractEventLoop, asyncpg.Pool] = {}
+        self._sync_loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def queries(self) -> Queries:
+        return queries(self.settings.schema)
+
+    # -- tasks ---------------------------------------------------------------
+
+    def task(
+        self,
+        type: str,
+        *,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+        priority: int | None = None,
+    ) -> Callable[[F], F]:
+        """Register the decorated function (sync or async) as the handler of ``type``."""
+        spec = NewJob(type=type, queue=queue, max_attempts=max_attempts, priority=priority)
+
+        def register(fn: F) -> F:
+            if spec.type in self.tasks:
+                raise ValueError(f"a handler for job type {spec.type!r} is already registered")
+            self.tasks[spec.type] = Task(spec.type, fn, queue, max_attempts, priority)
+            return fn
+
+        return register
+
+    def queue_names(self) -> set[str]:
+        return {t.queue for t in self.tasks.values() if t.queue}
+
+    # -- connection ------------------------------------------------------------
+
+    @property
+    def dsn(self) -> str:
+        """The database's DSN; resolving it may start the embedded server."""
+        with self._lock:
+            if self._dsn is None:
+                self._dsn, self._embedded = resolve_dsn(self.settings)
+            return self._dsn
+
+    def use_dsn(self, dsn: str) -> None:
+        """Use a DSN resolved elsewhere (the server process resolves it once)."""
+        self._dsn = dsn
+
+    async def pool(self) -> asyncpg.Pool:
+        """This event loop's pool, opened on first use."""
+        loop = asyncio.get_running_loop()
+        pool = self._pools.get(loop)
+        if pool is None:
+            dsn = self.dsn if self._dsn is not None else await asyncio.to_thread(lambda: self.dsn)
+            pool = await create_pool(dsn, max_size=max(10, self.settings.worker_count + 2))
+            self._pools[loop] = pool
+        return pool
+
+    async def migrate(self) -> list[int]:
+        """Apply the schema; returns the migration versions applied now."""
+        async with (await self.pool()).acquire() as conn:
+            return await migrate(conn, self.settings.schema)
+
+    async def close(self) -> None:
+        """Close this loop's pool (and the sync API's), and stop an embedded server we own."""
+        pool = self._pools.pop(asyncio.get_running_loop(), None)
+        if pool is not None:
+            await pool.close()
+        self._close_sync_loop()
+        if not self._pools and self._embedded is not None:
+            await asyncio.to_thread(self._embedded.stop)
+
+    async def __aenter__(self) -> JobQueue:
+        await self.pool()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- jobs ----------------------------------------------------------------
+
+    async def enqueue(
+        self,
+        type: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        queue: str | None = None,
+        priority: int | None = None,
+        max_attempts: int | None = None,
+        run_at: datetime | None = None,
+        delay_seconds: float | None = None,
+        conn: asyncpg.Connection | None = None,
+    ) -> Job:
+        """Store a new job and return it.
+
+        With ``conn`` (an asyncpg connection inside the application's transaction)
+        the job exists exactly when that transaction commits, and workers are
+        woken at commit.
+        """
+        spec = NewJob(
+            type=type,
+            payload=dict(payload or {}),
+            queue=queue,
+            priority=priority,
+            max_attempts=max_attempts,
+            run_at=run_at,
+            delay_seconds=delay_seconds,
+        )
+        return await self.enqueue_job(spec, conn=conn)
+
+    async def enqueue_job(self, spec: NewJob, *, conn: asyncpg.Connection | None = None) -> Job:
+        task = self.tasks.get(spec.type)
+        args = (
+            spec.type,
+            spec.queue or (task and task.queue) or "default",
+            spec.payload,
+            _first(spec.priority, task and task.priority, 0),
+            _first(spec.max_attempts, task and task.max_attempts, self.settings.max_attempts),
+            spec.run_at,
+            spec.delay_seconds,
+        )
+        db = conn if conn is not None else await self.pool()
+        record = await db.fetchrow(self.queries.enqueue, *args)
+        return Job.from_record(record)
+
+    async def get(self, job_id: int) -> Job | None:
+        record = await (await self.pool()).fetchrow(self.queries.get_job, job_id)
+        return None if record is None else Job.from_record(record)
+
+    async def list(
+        self,
+        *,
+        status: JobStatus | str | None = None,
+        type: str | None = None,
+        queue: str | None = None,
+        after: int | None = None,
+        limit: int = 50,
+    ) -> list[Job]:
+        """Jobs newest first; pass the last id of a page as ``after`` for the next page."""
+        status = JobStatus(status) if status is not None else None
+        records = await (await self.pool()).fetch(
+            self.queries.list_jobs, status, type, queue, after, limit
+        )
+        return [Job.from_record(r) for r in records]
+
+    # -- the sync API ------------------------------------------------------------
+
+    def enqueue_sync(
+        self,
+        type: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        queue: str | None = None,
+        priority: int | None = None,
+        max_attempts: int | None = None,
+        run_at: datetime | None = None,
+        delay_seconds: float | None = None,
+    ) -> Job:
+        """``enqueue`` for code without an event loop (scripts, WSGI apps, threads)."""
+        return self._run_sync(
+            self.enqueue(
+                type,
+                payload,
+                queue=queue,
+                priority=priority,
+                max_attempts=max_attempts,
+                run_at=run_at,
+                delay_seconds=delay_seconds,
+            )
+        )
+
+    def get_sync(self, job_id: int) -> Job | None:
+        return self._run_sync(self.get(job_id))
+
+    def close_sync(self) -> None:
+        self._close_sync_loop()
+        if self._embedded is not None:
+            self._embedded.stop()
+
+    def _run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        # One private loop in a daemon thread serves every sync call, so a
+        # script pays for the connection once, not once per call.
+        with self._lock:
+            if self._sync_loop is None:
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="jobqueue-sync", daemon=True).start()
+                self._sync_loop = loop
+            loop = self._sync_loop
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+    def _close_sync_loop(self) -> None:
+        loop, self._sync_loop = self._sync_loop, None
+        if loop is None:
+            return
+        pool = self._pools.pop(loop, None)
+        if pool is not None:
+            asyncio.run_coroutine_threadsafe(pool.close(), loop).result()
+        loop.call_soon_threadsafe(loop.stop)
+
+
+def _first(*values: Any) -> Any:
+    return next(v for v in values if v is not None)

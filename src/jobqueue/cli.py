@@ -1,0 +1,289 @@
+"""The ``jobqueue`` command."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+import pydantic
+
+from jobqueue import config, logs
+from jobqueue.app import JobQueue
+from jobqueue.config import ConfigError, Settings
+from jobqueue.db.embedded import EmbeddedPostgresError
+from jobqueue.db.pool import is_unavailable
+from jobqueue.job import Job, JobStatus
+from jobqueue.server import Roles, StartupError, load_app, serve
+
+# Flags every command takes: they say where the database is.
+DATABASE_SETTINGS = ("database_url", "schema", "data_dir", "log_level", "log_format")
+
+
+class UsageError(Exception):
+    """Bad input on the command line; the message is one line."""
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code = args.run(args)
+    except (ConfigError, UsageError) as exc:
+        print(f"jobqueue: error: {exc}", file=sys.stderr)
+        code = 2
+    except (StartupError, EmbeddedPostgresError) as exc:
+        print(f"jobqueue: error: {exc}", file=sys.stderr)
+        code = 1
+    except Exception as exc:
+        if not is_unavailable(exc):
+            raise
+        print(f"jobqueue: error: database unavailable: {exc}", file=sys.stderr)
+        code = 1
+    sys.exit(code)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jobqueue", description="A background job service on PostgreSQL."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    for name, roles, text in (
+        ("serve", Roles(api=True, worker=True), "HTTP API and workers in one process"),
+        ("worker", Roles(api=False, worker=True), "workers only"),
+        ("api", Roles(api=True, worker=False), "HTTP API only"),
+    ):
+        cmd = commands.add_parser(name, help=text, description=text)
+        add_setting_flags(cmd, None)
+        cmd.add_argument(
+            "--no-migrate",
+            dest="migrate",
+            action="store_const",
+            const="false",
+            help="do not apply the schema at start-up",
+        )
+        cmd.set_defaults(run=run_service, roles=roles)
+
+    cmd = commands.add_parser("migrate", help="apply the schema and exit")
+    add_setting_flags(cmd, DATABASE_SETTINGS)
+    cmd.set_defaults(run=run_migrate)
+
+    cmd = commands.add_parser("enqueue", help="enqueue one job")
+    cmd.add_argument("type", help="job type, e.g. send_email")
+    cmd.add_argument("payload", nargs="?", default="{}", help="payload as a JSON object")
+    cmd.add_argument("--queue")
+    cmd.add_argument("--priority", type=int)
+    cmd.add_argument("--max-attempts", type=int)
+    cmd.add_argument("--run-at", help="ISO 8601 time with a zone, e.g. 2026-12-01T09:00:00Z")
+    cmd.add_argument("--delay", type=float, help="seconds from now")
+    add_output_flags(cmd)
+    cmd.set_defaults(run=run_enqueue)
+
+    jobs = commands.add_parser("jobs", help="inspect jobs").add_subparsers(
+        dest="jobs_command", required=True, metavar="COMMAND"
+    )
+    cmd = jobs.add_parser("get", help="show one job")
+    cmd.add_argument("id", type=int)
+    add_output_flags(cmd)
+    cmd.set_defaults(run=run_jobs_get)
+    cmd = jobs.add_parser("list", help="list jobs, newest first")
+    cmd.add_argument("--status", choices=[s.value for s in JobStatus])
+    cmd.add_argument("--type")
+    cmd.add_argument("--queue")
+    cmd.add_argument("--limit", type=int, default=50)
+    cmd.add_argument("--after", type=int, help="list jobs older than this id")
+    add_output_flags(cmd)
+    cmd.set_defaults(run=run_jobs_list)
+    return parser
+
+
+def add_setting_flags(cmd: argparse.ArgumentParser, only: Sequence[str] | None) -> None:
+    group = cmd.add_argument_group("settings (each also an environment variable)")
+    for f in config.env_settings():
+        if only is None or f.name in only:
+            group.add_argument(
+                config.flag_name(f),
+                dest=f"setting_{f.name}",
+                metavar=f.metadata["env"],
+                help=f"{f.metadata['doc']} Default: {f.default!r}.".replace("%", "%%"),
+            )
+
+
+def add_output_flags(cmd: argparse.ArgumentParser) -> None:
+    add_setting_flags(cmd, DATABASE_SETTINGS)
+    cmd.add_argument("--json", action="store_true", help="print JSON for scripts")
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    flags = {
+        key.removeprefix("setting_"): value
+        for key, value in vars(args).items()
+        if key.startswith("setting_") and value is not None
+    }
+    if getattr(args, "migrate", None) == "false":
+        flags["migrate"] = "false"
+    return config.load(flags=flags)
+
+
+# -- commands -------------------------------------------------------------------
+
+
+def run_service(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    logs.configure(settings.log_level, settings.log_format)
+    jq = load_app(settings.app)
+    if settings.database_url is None and jq.settings.database_url:
+        # A DSN written into the application's JobQueue(...) holds unless overridden.
+        settings = dataclasses.replace(settings, database_url=jq.settings.database_url)
+    jq.settings = settings
+    try:
+        code = asyncio.run(serve(jq, args.roles))
+    finally:
+        jq.close_sync()
+    exit_despite_stuck_threads(code)
+    return code
+
+
+def exit_despite_stuck_threads(code: int) -> None:
+    """A sync handler still running in a thread cannot be stopped, and Python would wait
+    for it at exit; its job is already handed back, so leave without it."""
+    deadline = time.monotonic() + 0.5
+    while time.monotonic() < deadline:
+        if not any(t.name.startswith("jobqueue-sync") for t in threading.enumerate()):
+            return
+        time.sleep(0.05)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def run_migrate(args: argparse.Namespace) -> int:
+    jq = client(args)
+    applied = with_jobqueue(jq, lambda: jq.migrate())
+    print(f"applied migrations: {', '.join(map(str, applied))}" if applied else "schema up to date")
+    return 0
+
+
+def run_enqueue(args: argparse.Namespace) -> int:
+    try:
+        payload = json.loads(args.payload)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"payload is not valid JSON: {exc}") from exc
+    if not isinstance(payload, dict):
+        raise UsageError('payload must be a JSON object, e.g. \'{"to": "a@example.com"}\'')
+    run_at = None
+    if args.run_at is not None:
+        try:
+            run_at = datetime.fromisoformat(args.run_at)
+        except ValueError as exc:
+            raise UsageError(f"--run-at must be an ISO 8601 time, got {args.run_at!r}") from exc
+    jq = client(args)
+    try:
+        job = with_jobqueue(
+            jq,
+            lambda: jq.enqueue(
+                args.type,
+                payload,
+                queue=args.queue,
+                priority=args.priority,
+                max_attempts=args.max_attempts,
+                run_at=run_at,
+                delay_seconds=args.delay,
+            ),
+        )
+    except pydantic.ValidationError as exc:
+        raise UsageError(one_line(exc)) from exc
+    if args.json:
+        print(job.model_dump_json())
+    else:
+        print(f"enqueued job {job.id} ({job.type}) in queue {job.queue}: {job.status}")
+    return 0
+
+
+def run_jobs_get(args: argparse.Namespace) -> int:
+    jq = client(args)
+    job = with_jobqueue(jq, lambda: jq.get(args.id))
+    if job is None:
+        print(f"jobqueue: error: job {args.id} not found", file=sys.stderr)
+        return 1
+    if args.json:
+        print(job.model_dump_json())
+    else:
+        for key, value in job.model_dump(mode="json").items():
+            print(f"{key:>13}: {json.dumps(value) if key == 'payload' else value}")
+    return 0
+
+
+def run_jobs_list(args: argparse.Namespace) -> int:
+    if not 1 <= args.limit <= 10_000:
+        raise UsageError(f"--limit must be from 1 to 10000, got {args.limit}")
+    jq = client(args)
+    jobs = with_jobqueue(
+        jq,
+        lambda: jq.list(
+            status=args.status,
+            type=args.type,
+            queue=args.queue,
+            after=args.after,
+            limit=args.limit,
+        ),
+    )
+    if args.json:
+        print(json.dumps([j.model_dump(mode="json") for j in jobs]))
+    else:
+        print_table(jobs)
+    return 0
+
+
+# -- helpers ----------------------------------------------------------------------
+
+
+def client(args: argparse.Namespace) -> JobQueue:
+    settings = settings_from(args)
+    logs.configure("warning", settings.log_format)
+    return JobQueue(settings=settings)
+
+
+def with_jobqueue(jq: JobQueue, call: Callable[[], Any]) -> Any:
+    async def run() -> Any:
+        async with jq:
+            return await call()
+
+    return asyncio.run(run())
+
+
+def one_line(exc: pydantic.ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'job'}: {e['msg']}" for e in exc.errors()
+    )
+
+
+def print_table(jobs: list[Job]) -> None:
+    if not jobs:
+        print("no jobs")
+        return
+    rows = [("ID", "TYPE", "QUEUE", "STATUS", "ATTEMPTS", "RUN AT", "LAST ERROR")]
+    for j in jobs:
+        rows.append(
+            (
+                str(j.id),
+                j.type,
+                j.queue,
+                j.status,
+                f"{j.attempts}/{j.max_attempts}",
+                j.run_at.strftime("%Y-%m-%d %H:%M:%S"),
+                (j.last_error or "")[:50],
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())

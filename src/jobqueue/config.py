@@ -1,0 +1,256 @@
+"""Settings: read once from flags and environment variables, validated up front.
+
+Every setting has an environment variable (the seed's names where it had one,
+``JOBQUEUE_*`` for the rest) and a command-line flag; a flag wins over the
+environment, which wins over the default. A bad value stops start-up with one
+line that names the setting and the value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A setting has a value that cannot be used; the message is one line."""
+
+
+def positive_int(name: str, raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(f"{name} must be a positive integer, got {raw!r}")
+    return value
+
+
+def port_number(name: str, raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise ConfigError(f"{name} must be a port number from 0 to 65535, got {raw!r}")
+    return value
+
+
+def positive_seconds(name: str, raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise ConfigError(f"{name} must be a positive number of seconds, got {raw!r}")
+    return value
+
+
+def non_negative_seconds(name: str, raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise ConfigError(f"{name} must be a number of seconds >= 0, got {raw!r}")
+    return value
+
+
+IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,50}$")
+
+
+def schema_name(name: str, raw: str) -> str:
+    if not IDENTIFIER.match(raw):
+        raise ConfigError(
+            f"{name} must be a lowercase SQL identifier (letters, digits, _), got {raw!r}"
+        )
+    return raw
+
+
+QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
+
+
+def queue_list(name: str, raw: str) -> tuple[str, ...]:
+    queues = tuple(q.strip() for q in raw.split(",") if q.strip())
+    if not queues or not all(QUEUE_NAME.match(q) for q in queues):
+        raise ConfigError(
+            f"{name} must be a comma-separated list of queue names "
+            f"(letters, digits, _ . : -), got {raw!r}"
+        )
+    return queues
+
+
+def text(name: str, raw: str) -> str:
+    if not raw.strip():
+        raise ConfigError(f"{name} must not be empty")
+    return raw.strip()
+
+
+def optional_text(name: str, raw: str) -> str | None:
+    return raw.strip() or None
+
+
+def one_of(*choices: str) -> Callable[[str, str], str]:
+    def parse(name: str, raw: str) -> str:
+        if raw.lower() not in choices:
+            raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+        return raw.lower()
+
+    return parse
+
+
+def setting(env: str, parse: Callable[[str, str], Any], default: Any, doc: str) -> Any:
+    return field(default=default, metadata={"env": env, "parse": parse, "doc": doc})
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a jobqueue process can be told. ``doc`` says the default's trade-off."""
+
+    host: str = setting(
+        "HOST",
+        text,
+        "127.0.0.1",
+        "Address the HTTP API binds. The default keeps it off the network; "
+        "use 0.0.0.0 to serve other hosts (put authentication in front first).",
+    )
+    port: int = setting(
+        "PORT",
+        port_number,
+        5001,
+        "HTTP port of `serve` and `api`.",
+    )
+    database_url: str | None = setting(
+        "DATABASE_URL",
+        optional_text,
+        None,
+        "PostgreSQL to use. Unset: an embedded PostgreSQL in JOBQUEUE_DATA_DIR, "
+        "started and stopped with the process (for development and single hosts).",
+    )
+    worker_count: int = setting(
+        "WORKER_COUNT",
+        positive_int,
+        5,
+        "Jobs run at once per process. Higher overlaps more I/O-bound jobs but holds "
+        "more memory and, for sync handlers, more threads.",
+    )
+    max_attempts: int = setting(
+        "MAX_ATTEMPTS",
+        positive_int,
+        3,
+        "Attempts a job gets unless its task or the job itself says otherwise.",
+    )
+    poll_interval: float = setting(
+        "POLL_INTERVAL_SECONDS",
+        positive_seconds,
+        1.0,
+        "Fallback poll when no NOTIFY arrives; also bounds how late a scheduled or "
+        "retried job starts. Lower costs an idle query per interval per worker process.",
+    )
+    retry_delay: float = setting(
+        "RETRY_DELAY_SECONDS",
+        non_negative_seconds,
+        10.0,
+        "Wait before a failed attempt is retried. Shorter retries sooner but can hammer "
+        "a struggling dependency.",
+    )
+    shutdown_timeout: float = setting(
+        "JOBQUEUE_SHUTDOWN_TIMEOUT",
+        non_negative_seconds,
+        30.0,
+        "Grace period for running jobs after SIGTERM; what is still running then is "
+        "cancelled and handed back without counting the attempt. Keep it below your "
+        "supervisor's kill timeout.",
+    )
+    lease_seconds: float = setting(
+        "JOBQUEUE_LEASE_SECONDS",
+        positive_seconds,
+        30.0,
+        "How long a claim holds before the job counts as abandoned.",
+    )
+    queues: tuple[str, ...] = setting(
+        "JOBQUEUE_QUEUES",
+        queue_list,
+        ("default",),
+        "Queues the workers of this process serve, comma-separated, besides the queues "
+        "named by the loaded tasks.",
+    )
+    app: str | None = setting(
+        "JOBQUEUE_APP",
+        optional_text,
+        None,
+        "`module:attribute` of the application's JobQueue whose tasks run here. "
+        "Unset: the built-in demo tasks (send_email, fail_test, sleep, noop).",
+    )
+    schema: str = setting(
+        "JOBQUEUE_SCHEMA",
+        schema_name,
+        "jobqueue",
+        "PostgreSQL schema holding every table jobqueue creates, apart from the application's own.",
+    )
+    data_dir: str = setting(
+        "JOBQUEUE_DATA_DIR",
+        text,
+        ".jobqueue",
+        "Directory of the embedded PostgreSQL (used when DATABASE_URL is unset).",
+    )
+    max_payload_bytes: int = setting(
+        "JOBQUEUE_MAX_PAYLOAD_BYTES",
+        positive_int,
+        1024 * 1024,
+        "Largest JSON payload accepted. Big payloads slow every claim of the row; "
+        "store large data elsewhere and pass a reference.",
+    )
+    log_level: str = setting(
+        "JOBQUEUE_LOG_LEVEL",
+        one_of("debug", "info", "warning", "error"),
+        "info",
+        "Least severe log level printed.",
+    )
+    log_format: str = setting(
+        "JOBQUEUE_LOG_FORMAT",
+        one_of("console", "json"),
+        "console",
+        "`console` for people, `json` (one object per line) for log collectors.",
+    )
+    migrate: bool = field(
+        default=True,
+        metadata={"doc": "Apply the schema at start-up (`--no-migrate` turns it off)."},
+    )
+
+    @property
+    def data_path(self) -> Path:
+        return Path(self.data_dir).expanduser().resolve()
+
+
+def env_settings() -> list[dataclasses.Field[Any]]:
+    """The settings that have an environment variable and a flag."""
+    return [f for f in dataclasses.fields(Settings) if "env" in f.metadata]
+
+
+def flag_name(f: dataclasses.Field[Any]) -> str:
+    return "--" + f.name.replace("_", "-")
+
+
+def load(
+    environ: Mapping[str, str] | None = None, flags: Mapping[str, str | None] | None = None
+) -> Settings:
+    """Settings from ``flags`` (raw strings by field name), then ``environ``, then defaults."""
+    environ = os.environ if environ is None else environ
+    flags = flags or {}
+    values: dict[str, Any] = {}
+    for f in env_settings():
+        env = f.metadata["env"]
+        raw = flags.get(f.name)
+        if raw is None:
+            raw = environ.get(env)
+        if raw is not None:
+            values[f.name] = f.metadata["parse"](env, raw)
+    if flags.get("migrate") == "false":
+        values["migrate"] = False
+    return Settings(**values)

@@ -1,0 +1,1 @@
+"""Everything that talks to PostgreSQL: pool, queries, migrations, the embedded server."""

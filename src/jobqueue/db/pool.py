@@ -1,0 +1,72 @@
+"""Connections: where the database is, how a connection is set up, which errors mean "down"."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import asyncpg
+
+from jobqueue.config import Settings
+from jobqueue.db.embedded import EmbeddedPostgres
+
+# Half-open TCP connections (a host that vanished without a FIN) are noticed
+# within about 30 s instead of the kernel's default two hours.
+KEEPALIVE_SETTINGS = {
+    "tcp_keepalives_idle": "10",
+    "tcp_keepalives_interval": "5",
+    "tcp_keepalives_count": "3",
+}
+
+
+def resolve_dsn(settings: Settings) -> tuple[str, EmbeddedPostgres | None]:
+    """The DSN to use, starting (or attaching to) the embedded server when none is set."""
+    if settings.database_url:
+        return settings.database_url, None
+    server = EmbeddedPostgres(settings.data_path)
+    return server.start(), server
+
+
+async def setup_connection(conn: asyncpg.Connection) -> None:
+    """Payloads travel as Python objects; jsonb is encoded and decoded here once."""
+    await conn.set_type_codec(
+        "jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog", format="text"
+    )
+
+
+async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
+    pool: asyncpg.Pool = await asyncpg.create_pool(
+        dsn,
+        min_size=min_size,
+        max_size=max_size,
+        init=setup_connection,
+        server_settings={"application_name": "jobqueue", **KEEPALIVE_SETTINGS},
+    )
+    return pool
+
+
+async def connect(dsn: str) -> asyncpg.Connection:
+    conn: asyncpg.Connection = await asyncpg.connect(
+        dsn, server_settings={"application_name": "jobqueue", **KEEPALIVE_SETTINGS}
+    )
+    await setup_connection(conn)
+    return conn
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """True for errors that mean the database cannot be reached right now (retry later)."""
+    unavailable: tuple[type[BaseException], ...] = (
+        OSError,
+        TimeoutError,
+        asyncpg.PostgresConnectionError,
+        asyncpg.InterfaceError,
+        asyncpg.CannotConnectNowError,
+        asyncpg.AdminShutdownError,
+        asyncpg.CrashShutdownError,
+        asyncpg.TooManyConnectionsError,
+    )
+    return isinstance(exc, unavailable)
+
+
+def record_dict(record: Any) -> dict[str, Any]:
+    return dict(record.items())

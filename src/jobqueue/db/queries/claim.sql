@@ -1,0 +1,20 @@
+-- Claims up to $2 due jobs of queue $1 for worker $3, in priority order.
+-- SKIP LOCKED lets concurrent workers each take different rows without waiting.
+WITH due AS (
+    SELECT id
+    FROM {schema}.jobs
+    WHERE status = 'pending' AND queue = $1 AND run_at <= now()
+    ORDER BY priority, run_at, id
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE {schema}.jobs AS j
+SET status = 'running',
+    attempts = j.attempts + 1,
+    worker_id = $3,
+    lease_expires_at = now() + make_interval(secs => $4),
+    started_at = now(),
+    updated_at = now()
+FROM due
+WHERE j.id = due.id
+RETURNING j.id, j.type, j.queue, j.payload, j.attempts, j.max_attempts, j.priority

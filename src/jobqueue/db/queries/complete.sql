@@ -1,0 +1,16 @@
+-- Marks a batch of attempts completed. Fenced: a row changes only while it is
+-- still the same attempt held by the same worker; the ids returned are the
+-- writes that were accepted.
+UPDATE {schema}.jobs AS j
+SET status = 'completed',
+    last_error = NULL,
+    worker_id = NULL,
+    lease_expires_at = NULL,
+    finished_at = now(),
+    updated_at = now()
+FROM unnest($1::bigint[], $2::integer[]) AS done(id, attempt)
+WHERE j.id = done.id
+  AND j.attempts = done.attempt
+  AND j.worker_id = $3
+  AND j.status = 'running'
+RETURNING j.id

@@ -1,0 +1,1 @@
+SELECT version FROM {schema}.jobqueue_migrations ORDER BY version

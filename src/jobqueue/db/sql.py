@@ -1,0 +1,84 @@
+"""The SQL of jobqueue: one file per query, loaded once, bound to a schema.
+
+Files use two placeholders: ``{schema}``, the schema as a quoted identifier, and
+``{channel}``, the NOTIFY channel as a string literal. The schema name is
+validated by config before it gets here, so a plain substitution is safe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass
+from importlib import resources
+
+
+def channel_name(schema: str) -> str:
+    """The NOTIFY channel that announces new jobs; its payload is the queue name."""
+    return f"{schema}_jobs"
+
+
+def bind(template: str, schema: str) -> str:
+    return template.replace("{schema}", f'"{schema}"').replace(
+        "{channel}", f"'{channel_name(schema)}'"
+    )
+
+
+@functools.cache
+def _template(folder: str, name: str) -> str:
+    return (resources.files("jobqueue.db") / folder / name).read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class Queries:
+    """Every query of the runtime, as text ready to run against one schema."""
+
+    schema: str
+    advisory_lock: str
+    advisory_unlock: str
+    claim: str
+    complete: str
+    enqueue: str
+    fail: str
+    get_job: str
+    list_jobs: str
+    migrations_applied: str
+    migrations_create: str
+    migrations_record: str
+    ping: str
+    release: str
+    schema_create: str
+
+    @property
+    def channel(self) -> str:
+        return channel_name(self.schema)
+
+
+QUERY_NAMES = tuple(f.name for f in dataclasses.fields(Queries) if f.name != "schema")
+
+
+@functools.cache
+def queries(schema: str) -> Queries:
+    texts = {name: bind(_template("queries", f"{name}.sql"), schema) for name in QUERY_NAMES}
+    return Queries(schema=schema, **texts)
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+@functools.cache
+def migrations(schema: str) -> tuple[Migration, ...]:
+    """Numbered migration files (``0001_init.sql``...), in order, bound to ``schema``."""
+    folder = resources.files("jobqueue.db") / "migrations"
+    found = []
+    for entry in folder.iterdir():
+        if entry.name.endswith(".sql"):
+            version, _, rest = entry.name.partition("_")
+            found.append(
+                Migration(int(version), rest.removesuffix(".sql"), bind(entry.read_text(), schema))
+            )
+    return tuple(sorted(found, key=lambda m: m.version))

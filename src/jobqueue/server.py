@@ -1,0 +1,150 @@
+"""One jobqueue process: the HTTP API, the workers, or both, with signal-driven shutdown.
+
+Start-up: find the database (embedded unless DATABASE_URL), migrate unless told
+not to, start the workers, then serve HTTP. SIGINT/SIGTERM: stop claiming, let
+running jobs finish within JOBQUEUE_SHUTDOWN_TIMEOUT, hand back the rest, stop
+HTTP, close the pool, exit 0. A second signal cuts the grace period short.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import os
+import signal
+import socket
+import sys
+from dataclasses import dataclass
+
+import structlog
+import uvicorn
+
+from jobqueue.api import create_app
+from jobqueue.app import JobQueue
+from jobqueue.db.pool import create_pool
+from jobqueue.worker import Worker
+
+log = structlog.get_logger("jobqueue.server")
+
+HTTP_GRACE_SECONDS = 5.0
+
+
+class StartupError(Exception):
+    """Start-up cannot go on; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class Roles:
+    api: bool
+    worker: bool
+
+
+def load_app(spec: str | None) -> JobQueue:
+    """The JobQueue named by ``module:attribute``, or the built-in demo tasks."""
+    if not spec:
+        from jobqueue import demo
+
+        return demo.jq
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise StartupError(f"JOBQUEUE_APP must look like 'module:attribute', got {spec!r}")
+    sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise StartupError(f"cannot import {module_name!r} for JOBQUEUE_APP: {exc}") from exc
+    jq = getattr(module, attribute, None)
+    if not isinstance(jq, JobQueue):
+        raise StartupError(f"{spec!r} is not a jobqueue.JobQueue (got {type(jq).__name__})")
+    return jq
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise StartupError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    sock.set_inheritable(True)
+    return sock
+
+
+class _HttpServer(uvicorn.Server):
+    # The process handles signals itself: the workers drain before HTTP stops.
+    @contextlib.contextmanager
+    def capture_signals(self):  # type: ignore[no-untyped-def]
+        yield
+
+
+async def serve(jq: JobQueue, roles: Roles) -> int:
+    """Run until a signal; returns the exit code."""
+    settings = jq.settings
+    stop, force = asyncio.Event(), asyncio.Event()
+    install_signal_handlers(stop, force)
+
+    sock = listen_socket(settings.host, settings.port) if roles.api else None
+    dsn = jq.dsn
+    pool = await create_pool(dsn, max_size=settings.worker_count + 5)
+    jq._pools[asyncio.get_running_loop()] = pool
+    try:
+        if settings.migrate:
+            await jq.migrate()
+        worker = Worker(pool, dsn, settings, jq.tasks) if roles.worker else None
+        if worker is not None:
+            await worker.start()
+        http = http_task = None
+        if sock is not None:
+            listener = worker.listener if worker is not None else None
+            app = create_app(
+                jq,
+                check_types=roles.worker,
+                listener_health=lambda: (
+                    None
+                    if listener is None
+                    else ("listening" if listener.healthy else "down; polling")
+                ),
+            )
+            http = _HttpServer(
+                uvicorn.Config(
+                    app,
+                    log_config=None,
+                    timeout_graceful_shutdown=int(HTTP_GRACE_SECONDS),
+                    lifespan="off",
+                )
+            )
+            http_task = asyncio.create_task(http.serve(sockets=[sock]), name="http")
+            log.info(f"Serving HTTP on http://{settings.host}:{sock.getsockname()[1]}")
+        await stop.wait()
+        log.info("Shutdown requested: no new jobs will be claimed")
+        if worker is not None:
+            await worker.stop(force)
+        if http is not None and http_task is not None:
+            http.should_exit = True
+            http.force_exit = force.is_set()
+            await http_task
+    finally:
+        jq._pools.pop(asyncio.get_running_loop(), None)
+        await pool.close()
+        if sock is not None:
+            sock.close()
+    log.info("Stopped")
+    return 0
+
+
+def install_signal_handlers(stop: asyncio.Event, force: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+
+    def on_signal(signum: int) -> None:
+        if stop.is_set():
+            log.warning("Second signal: stopping now; unfinished jobs are handed back")
+            force.set()
+        else:
+            log.info(f"Received {signal.Signals(signum).name}")
+            stop.set()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, on_signal, signum)

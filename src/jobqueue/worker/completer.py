@@ -1,0 +1,162 @@
+"""Writes outcomes back in batches: one statement per kind per flush, a few ms apart.
+
+Every write is fenced by (job id, attempt, worker id): if the job was taken from
+this worker meanwhile, the write changes nothing and is logged as rejected.
+Outcomes wait in memory until written; if the process dies first, the job is
+still ``running`` in the database and is run again after its lease: never lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+import asyncpg
+import structlog
+
+from jobqueue.db.pool import is_unavailable
+from jobqueue.db.sql import Queries
+from jobqueue.worker.claimed import ClaimedJob
+
+log = structlog.get_logger("jobqueue.completer")
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    job: ClaimedJob
+    error: str
+    delay: float | None  # None: no attempt left
+
+
+class Completer:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        queries: Queries,
+        worker_id: str,
+        *,
+        flush_interval: float = 0.002,
+    ) -> None:
+        self._pool = pool
+        self._q = queries
+        self._worker_id = worker_id
+        self._flush_interval = flush_interval
+        self._completed: list[ClaimedJob] = []
+        self._failed: list[Failure] = []
+        self._released: list[ClaimedJob] = []
+        self._pending = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._closing = False
+
+    def complete(self, job: ClaimedJob) -> None:
+        self._completed.append(job)
+        self._wake()
+
+    def fail(self, job: ClaimedJob, error: str, delay: float | None) -> None:
+        self._failed.append(Failure(job, error, delay))
+        self._wake()
+
+    def release(self, job: ClaimedJob) -> None:
+        self._released.append(job)
+        self._wake()
+
+    def _wake(self) -> None:
+        self._idle.clear()
+        self._pending.set()
+
+    async def run(self) -> None:
+        """Flush until closed; a flush that cannot reach the database is retried."""
+        backoff = 0.05
+        while True:
+            await self._pending.wait()
+            if not self._closing:
+                await asyncio.sleep(self._flush_interval)  # gather a batch
+            self._pending.clear()
+            try:
+                await self.flush()
+                backoff = 0.05
+            except Exception as exc:
+                if not is_unavailable(exc):
+                    log.exception("writing job outcomes failed; retrying")
+                else:
+                    log.warning("database unavailable; job outcomes kept for retry", error=str(exc))
+                self._pending.set()
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 2.0)
+                continue
+            if not self._pending.is_set():
+                self._idle.set()
+
+    async def flush(self) -> None:
+        completed, failed, released = self._completed, self._failed, self._released
+        self._completed, self._failed, self._released = [], [], []
+        try:
+            async with self._pool.acquire() as conn:
+                if completed:
+                    await self._write(
+                        conn,
+                        self._q.complete,
+                        completed,
+                        "completion",
+                        [j.id for j in completed],
+                        [j.attempt for j in completed],
+                    )
+                    completed = []
+                if failed:
+                    jobs = [f.job for f in failed]
+                    await self._write(
+                        conn,
+                        self._q.fail,
+                        jobs,
+                        "failure",
+                        [j.id for j in jobs],
+                        [j.attempt for j in jobs],
+                        [f.error for f in failed],
+                        [f.delay for f in failed],
+                    )
+                    failed = []
+                if released:
+                    await self._write(
+                        conn,
+                        self._q.release,
+                        released,
+                        "hand-back",
+                        [j.id for j in released],
+                        [j.attempt for j in released],
+                    )
+                    released = []
+        except BaseException:
+            # Keep what was not written for the next flush.
+            self._completed[:0], self._failed[:0], self._released[:0] = completed, failed, released
+            raise
+
+    async def _write(
+        self, conn: asyncpg.Connection, sql: str, jobs: list[ClaimedJob], what: str, *args: object
+    ) -> None:
+        rows = await conn.fetch(sql, *args, self._worker_id)
+        if len(rows) == len(jobs):
+            return
+        accepted = {r["id"] for r in rows}
+        for job in jobs:
+            if job.id not in accepted:
+                log.warning(
+                    f"Stale {what} of job {job.id} attempt {job.attempt} rejected: "
+                    "the job is no longer held by this attempt",
+                    job_id=job.id,
+                    attempt=job.attempt,
+                )
+
+    async def close(self, timeout: float) -> bool:
+        """Write everything still buffered; False if the database stayed out of reach."""
+        self._closing = True
+        self._pending.set()
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+            return True
+        except TimeoutError:
+            log.error(
+                "job outcomes could not be written before exit; "
+                "those jobs run again after their lease"
+            )
+            return False

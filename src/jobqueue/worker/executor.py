@@ -1,0 +1,166 @@
+"""Runs handlers: async ones as tasks on the event loop, sync ones in a thread pool.
+
+The executor owns the slots (``WORKER_COUNT``): a job holds one from claim to
+outcome. A handler that raises fails only its own attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import structlog
+
+from jobqueue.app import Task
+from jobqueue.worker.claimed import ClaimedJob
+from jobqueue.worker.completer import Completer
+from jobqueue.worker.retry import FixedDelay
+
+log = structlog.get_logger("jobqueue.executor")
+
+MAX_ERROR_CHARS = 4000
+
+
+class UnknownJobType(Exception):
+    pass
+
+
+class Executor:
+    def __init__(
+        self,
+        tasks: Mapping[str, Task],
+        slots: int,
+        completer: Completer,
+        retry: FixedDelay,
+        on_slot_freed: Callable[[], None],
+        on_retry_scheduled: Callable[[float], None],
+    ) -> None:
+        self._tasks = tasks
+        self._slots = slots
+        self._completer = completer
+        self._retry = retry
+        self._on_slot_freed = on_slot_freed
+        self._on_retry_scheduled = on_retry_scheduled
+        # One thread per slot, so sync handlers never wait for each other.
+        self._threads = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="jobqueue-sync")
+        self._running: dict[int, asyncio.Task[None]] = {}
+        self._lock = threading.Lock()
+        self._in_threads = 0
+
+    @property
+    def free_slots(self) -> int:
+        return self._slots - len(self._running)
+
+    @property
+    def running(self) -> int:
+        return len(self._running)
+
+    def start(self, job: ClaimedJob) -> None:
+        task = asyncio.create_task(self._run(job), name=f"job-{job.id}")
+        self._running[job.id] = task
+        task.add_done_callback(functools.partial(self._finished, job.id))
+
+    def _finished(self, job_id: int, _: asyncio.Task[None]) -> None:
+        self._running.pop(job_id, None)
+        self._on_slot_freed()
+
+    async def _run(self, job: ClaimedJob) -> None:
+        log.info(
+            f"Processing job {job.id}, attempt {job.attempt}/{job.max_attempts}",
+            job_id=job.id,
+            type=job.type,
+        )
+        started = time.monotonic()
+        try:
+            await self._invoke(job)
+        except asyncio.CancelledError:
+            # Only shutdown cancels a job: hand it back, the attempt not counted.
+            log.warning(f"Job {job.id} interrupted by shutdown; handed back", job_id=job.id)
+            self._completer.release(job)
+            raise
+        except Exception as exc:
+            self._failed(job, exc)
+        else:
+            log.info(
+                f"Job {job.id} completed",
+                job_id=job.id,
+                seconds=round(time.monotonic() - started, 4),
+            )
+            self._completer.complete(job)
+
+    async def _invoke(self, job: ClaimedJob) -> None:
+        task = self._tasks.get(job.type)
+        if task is None:
+            raise UnknownJobType(f"no handler for type {job.type}")
+        args = (job.payload, job.context()) if task.takes_context else (job.payload,)
+        if task.is_async:
+            await task.fn(*args)
+            return
+        context = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            self._in_threads += 1
+        await loop.run_in_executor(
+            self._threads, context.run, self._call_sync, task.fn, job.payload
+        )
+
+    def _call_sync(self, fn: Callable[[Any], Any], payload: Any) -> None:
+        try:
+            fn(payload)
+        finally:
+            with self._lock:
+                self._in_threads -= 1
+
+    def _failed(self, job: ClaimedJob, exc: Exception) -> None:
+        error = (str(exc) if isinstance(exc, UnknownJobType) else f"{type(exc).__name__}: {exc}")[
+            :MAX_ERROR_CHARS
+        ]
+        delay = self._retry.delay(job.attempt) if job.attempts_left else None
+        log.warning(
+            f"Job {job.id} failed on attempt {job.attempt}",
+            job_id=job.id,
+            error=error,
+            retry_in_seconds=delay,
+            exc_info=None if isinstance(exc, UnknownJobType) else exc,
+        )
+        self._completer.fail(job, error, delay)
+        if delay is not None:
+            self._on_retry_scheduled(delay)
+
+    async def wait_idle(self, timeout: float, force: asyncio.Event) -> None:
+        """Wait until no job runs, ``timeout`` passes, or ``force`` is set."""
+        deadline = time.monotonic() + timeout
+        while self._running and not force.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            stop = asyncio.ensure_future(force.wait())
+            await asyncio.wait(
+                [stop, *self._running.values()],
+                timeout=remaining,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            stop.cancel()
+
+    async def cancel_all(self) -> int:
+        """Cancel every running job (each hands itself back); return how many."""
+        tasks = list(self._running.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return len(tasks)
+
+    @property
+    def busy_threads(self) -> int:
+        """Sync handlers still running in threads (a thread cannot be killed)."""
+        with self._lock:
+            return self._in_threads
+
+    def shutdown_threads(self) -> None:
+        self._threads.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,95 @@
+"""Claims due jobs in batches (FOR UPDATE SKIP LOCKED) and hands them to the executor.
+
+It sleeps until a NOTIFY names one of its queues, a slot frees up, or the poll
+interval passes (the fallback that also finds scheduled and retried jobs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+
+import asyncpg
+import structlog
+
+from jobqueue.db.pool import is_unavailable
+from jobqueue.db.sql import Queries
+from jobqueue.worker.claimed import ClaimedJob
+from jobqueue.worker.executor import Executor
+
+log = structlog.get_logger("jobqueue.producer")
+
+
+class Producer:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        queries: Queries,
+        executor: Executor,
+        *,
+        queues: Sequence[str],
+        worker_id: str,
+        lease_seconds: float,
+        poll_interval: float,
+    ) -> None:
+        self._pool = pool
+        self._q = queries
+        self._executor = executor
+        self.queues = tuple(queues)
+        self._worker_id = worker_id
+        self._lease_seconds = lease_seconds
+        self._poll_interval = poll_interval
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._turn = 0
+
+    def wake(self, queue: str | None = None) -> None:
+        if queue is None or queue in self.queues:
+            self._wake.set()
+
+    def wake_after(self, seconds: float) -> None:
+        """Wake when a retry this worker scheduled falls due, rather than at the next poll."""
+        asyncio.get_running_loop().call_later(seconds, self._wake.set)
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+
+    async def run(self) -> None:
+        backoff = 0.1
+        while not self._stopping:
+            self._wake.clear()  # before claiming, so a NOTIFY during the claim is kept
+            free = self._executor.free_slots
+            if free:
+                try:
+                    if await self.claim(free):
+                        continue  # a queue filled every slot asked: there may be more
+                    backoff = 0.1
+                except Exception as exc:
+                    if not is_unavailable(exc):
+                        log.exception("claiming jobs failed")
+                    else:
+                        log.warning("database unavailable; claiming paused", error=str(exc))
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, 5.0)
+                    continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._poll_interval)
+
+    async def claim(self, free: int) -> bool:
+        """Claim up to ``free`` jobs across the queues; True if one may have more due."""
+        more = False
+        # Start from a different queue each time so no queue starves the others.
+        self._turn = (self._turn + 1) % len(self.queues)
+        for queue in self.queues[self._turn :] + self.queues[: self._turn]:
+            if free == 0 or self._stopping:
+                break
+            rows = await self._pool.fetch(
+                self._q.claim, queue, free, self._worker_id, self._lease_seconds
+            )
+            for row in rows:
+                self._executor.start(ClaimedJob.from_record(row))
+            more = more or len(rows) == free
+            free -= len(rows)
+        return more

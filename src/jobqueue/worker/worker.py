@@ -1,0 +1,107 @@
+"""A worker process's job machinery: producer, executor, completer and listener, started
+and stopped together.
+
+Shutdown: stop claiming; let running jobs finish within the grace period; cancel
+what is left and hand it back without counting the attempt; write every outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import uuid
+from collections.abc import Mapping
+
+import asyncpg
+import structlog
+
+from jobqueue.app import Task
+from jobqueue.config import Settings
+from jobqueue.db.sql import queries
+from jobqueue.worker.completer import Completer
+from jobqueue.worker.executor import Executor
+from jobqueue.worker.listener import Listener
+from jobqueue.worker.producer import Producer
+from jobqueue.worker.retry import FixedDelay
+
+log = structlog.get_logger("jobqueue.worker")
+
+# How long shutdown may spend writing the last outcomes to an unreachable database.
+FINAL_FLUSH_SECONDS = 5.0
+
+
+def new_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class Worker:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        dsn: str,
+        settings: Settings,
+        tasks: Mapping[str, Task],
+        *,
+        queues: tuple[str, ...] | None = None,
+    ) -> None:
+        q = queries(settings.schema)
+        self.id = new_worker_id()
+        queue_names = queues or tuple(
+            dict.fromkeys([*settings.queues, *sorted({t.queue for t in tasks.values() if t.queue})])
+        )
+        self.completer = Completer(pool, q, self.id)
+        self.executor = Executor(
+            tasks,
+            settings.worker_count,
+            self.completer,
+            FixedDelay(settings.retry_delay),
+            on_slot_freed=lambda: self.producer.wake(),
+            on_retry_scheduled=lambda delay: self.producer.wake_after(delay),
+        )
+        self.producer = Producer(
+            pool,
+            q,
+            self.executor,
+            queues=queue_names,
+            worker_id=self.id,
+            lease_seconds=settings.lease_seconds,
+            poll_interval=settings.poll_interval,
+        )
+        self.listener = Listener(dsn, q.channel, self.producer.wake)
+        self._settings = settings
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        self._tasks = [
+            asyncio.create_task(self.completer.run(), name="completer"),
+            asyncio.create_task(self.listener.run(), name="listener"),
+            asyncio.create_task(self.producer.run(), name="producer"),
+        ]
+        log.info(
+            "worker started",
+            worker_id=self.id,
+            queues=",".join(self.producer.queues),
+            slots=self._settings.worker_count,
+        )
+
+    async def stop(self, force: asyncio.Event) -> None:
+        """Graceful stop; setting ``force`` cuts the grace period short."""
+        self.producer.stop()
+        completer_task, listener_task, producer_task = self._tasks
+        await producer_task
+        if self.executor.running:
+            log.info(
+                f"Shutting down: waiting up to {self._settings.shutdown_timeout:g}s "
+                f"for {self.executor.running} running job(s)"
+            )
+            await self.executor.wait_idle(self._settings.shutdown_timeout, force)
+        cancelled = await self.executor.cancel_all()
+        if cancelled:
+            log.warning(f"Handed back {cancelled} unfinished job(s) to the queue")
+        await self.completer.close(FINAL_FLUSH_SECONDS)
+        for task in (completer_task, listener_task):
+            task.cancel()
+        await asyncio.gather(completer_task, listener_task, return_exceptions=True)
+        self.executor.shutdown_threads()
+        log.info("worker stopped", worker_id=self.id)

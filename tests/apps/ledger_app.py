@@ -1,0 +1,28 @@
+"""An application whose handler records every (job id, attempt) it runs in a ledger table."""
+
+import os
+from typing import Any
+
+import asyncpg
+
+from jobqueue import JobContext, JobQueue
+
+jq = JobQueue()
+_pools: dict[str, asyncpg.Pool] = {}
+
+
+async def _pool() -> asyncpg.Pool:
+    if "ledger" not in _pools:
+        _pools["ledger"] = await asyncpg.create_pool(
+            os.environ["DATABASE_URL"], min_size=1, max_size=4
+        )
+    return _pools["ledger"]
+
+
+@jq.task("record")
+async def record(payload: dict[str, Any], ctx: JobContext) -> None:
+    schema = os.environ["JOBQUEUE_SCHEMA"]
+    pool = await _pool()
+    await pool.execute(
+        f'INSERT INTO "{schema}".ledger (job_id, attempt) VALUES ($1, $2)', ctx.id, ctx.attempt
+    )
