@@ -154,8 +154,11 @@ class Process:
             except subprocess.TimeoutExpired:
                 self.popen.kill()
                 self.popen.wait()
-        self._log.close()
+        self.close()
         return self.popen.returncode
+
+    def close(self) -> None:
+        self._log.close()
 
 
 Spawn = Callable[..., Process]
@@ -176,3 +179,4 @@ def spawn(tmp_path: Path) -> Iterator[Spawn]:
         if proc.popen.poll() is None:
             proc.popen.kill()
             proc.popen.wait()
+        proc.close()

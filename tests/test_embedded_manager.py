@@ -214,26 +214,26 @@ def test_processes_starting_at_once_share_one_server(tmp_path: Path, started: St
     assert not (tmp_path / "pgdata" / "postmaster.pid").exists()
 
 
-@pytest.mark.parametrize("left_by", ["a dead process", "a live process that is not postgres"])
+@pytest.mark.parametrize("holder", ["a dead process", "a live process that is not postgres"])
 def test_stale_postmaster_pid_does_not_block_start(
-    tmp_path: Path, started: Started, left_by: str
+    tmp_path: Path, started: Started, holder: str
 ) -> None:
     data_dir = started.data_dir(tmp_path)
     with EmbeddedPostgres(data_dir):
         pass  # initialise the cluster
-    if left_by == "a dead process":
-        with subprocess.Popen(["true"]) as finished:
-            pass
-        pid = finished.pid
-    else:
-        pid = os.getpid()
     pgdata = data_dir / "pgdata"
-    fake = f"{pid}\n{pgdata}\n1700000000\n5432\n\n127.0.0.1\n  0 0\nready   \n"
-    (pgdata / "postmaster.pid").write_text(fake)
-
-    with EmbeddedPostgres(data_dir) as server:
-        assert server.owned
-        assert query(server.dsn, "SELECT 1") == "1"
+    with subprocess.Popen(["sleep", "60"]) as other:
+        if holder == "a dead process":
+            other.kill()
+            other.wait()
+        fake = f"{other.pid}\n{pgdata}\n1700000000\n5432\n\n127.0.0.1\n  0 0\nready   \n"
+        (pgdata / "postmaster.pid").write_text(fake)
+        try:
+            with EmbeddedPostgres(data_dir) as server:
+                assert server.owned
+                assert query(server.dsn, "SELECT 1") == "1"
+        finally:
+            other.kill()
 
 
 def test_half_initialised_cluster_is_initialised_again(tmp_path: Path, started: Started) -> None:

@@ -24,5 +24,8 @@ async def record(payload: dict[str, Any], ctx: JobContext) -> None:
     schema = os.environ["JOBQUEUE_SCHEMA"]
     pool = await _pool()
     await pool.execute(
-        f'INSERT INTO "{schema}".ledger (job_id, attempt) VALUES ($1, $2)', ctx.id, ctx.attempt
+        f'INSERT INTO "{schema}".ledger (job_id, attempt, pid) VALUES ($1, $2, $3)',
+        ctx.id,
+        ctx.attempt,
+        os.getpid(),
     )

@@ -59,8 +59,14 @@ class _Runner:
             "preexec_fn": _die_with_parent(os.getpid()),
         }
 
-    def succeeds(self, *command: str) -> bool:
-        """Probe what this runner's user can reach or run: whether the command exits 0."""
+    def can_run_postgres(self) -> bool:
+        return self._succeeds(str(self.bin_dir / "postgres"), "--version")
+
+    def can_reach(self, directory: Path) -> bool:
+        # Popen changes directory before it changes user, so cwd= would prove nothing.
+        return self._succeeds("sh", "-c", 'test -x "$0"', str(directory))
+
+    def _succeeds(self, *command: str) -> bool:
         try:
             done = subprocess.run(
                 [*self.prefix, *command], capture_output=True, timeout=10, **self.options(Path("/"))
@@ -68,11 +74,6 @@ class _Runner:
         except (OSError, subprocess.SubprocessError):
             return False
         return done.returncode == 0
-
-    def can_use(self, data_dir: Path) -> bool:
-        # Popen changes directory before it changes user, so cwd= would prove nothing.
-        reach = ("sh", "-c", 'test -x "$0"', str(data_dir))
-        return self.succeeds(str(self.bin_dir / "postgres"), "--version") and self.succeeds(*reach)
 
 
 class EmbeddedPostgres:
@@ -166,7 +167,8 @@ class EmbeddedPostgres:
         unshare = shutil.which("unshare")
         if self._isolation == "auto" and unshare is not None:
             userns = (unshare, "--user", "--map-user=65534", "--map-group=65534", "--")
-            if (runner := _Runner(bin_dir, userns)).can_use(self._data_dir):
+            runner = _Runner(bin_dir, userns)
+            if runner.can_run_postgres() and runner.can_reach(self._data_dir):
                 return runner
         try:
             nobody = pwd.getpwnam("nobody")
@@ -175,12 +177,12 @@ class EmbeddedPostgres:
                 "PostgreSQL refuses root, and neither `unshare --user` nor user nobody is usable"
             ) from None
         runner = _Runner(bin_dir, uid=nobody.pw_uid, gid=nobody.pw_gid)
-        if not runner.succeeds("sh", "-c", 'test -x "$0"', str(self._data_dir)):
+        if not runner.can_reach(self._data_dir):
             raise EmbeddedPostgresError(
                 f"user nobody cannot reach {self._data_dir}: point JOBQUEUE_DATA_DIR at a "
                 "directory whose parents are world-traversable"
             )
-        if not runner.can_use(self._data_dir):
+        if not runner.can_run_postgres():
             runner = replace(runner, bin_dir=self._copy_binaries(bin_dir))
         return runner
 
@@ -214,8 +216,8 @@ class EmbeddedPostgres:
         shutil.rmtree(scratch, ignore_errors=True)
         shutil.rmtree(self._pgdata, ignore_errors=True)
         scratch.mkdir(mode=0o700)
-        if os.geteuid() == 0:
-            _chown_tree(scratch, owner, runner.gid)
+        if runner.uid is not None:
+            os.chown(scratch, runner.uid, -1 if runner.gid is None else runner.gid)
         initdb = runner.command(
             "initdb", "-D", str(scratch), "-U", "postgres", "-A", "trust", "-E", "UTF8",
             "--locale=C",

@@ -1,0 +1,276 @@
+"""The worker in-process against a real database: handlers, retries, attempts, wake-ups,
+concurrency and fenced writes."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import asyncpg
+import pytest
+import structlog
+
+from jobqueue import JobContext
+from jobqueue.app import JobQueue, Task
+from jobqueue.job import FINAL_STATES, Job, JobStatus
+from jobqueue.worker import Worker
+from jobqueue.worker.claimed import ClaimedJob
+from jobqueue.worker.completer import Completer
+
+pytestmark = pytest.mark.anyio
+
+StartWorker = Callable[..., Awaitable[Worker]]
+
+
+@pytest.fixture
+async def start_worker(jq: JobQueue) -> AsyncIterator[StartWorker]:
+    workers: list[Worker] = []
+
+    async def start(**overrides: Any) -> Worker:
+        settings = dataclasses.replace(jq.settings, **overrides)
+        worker = Worker(await jq.pool(), jq.dsn, settings, jq.tasks)
+        await worker.start()
+        workers.append(worker)
+        return worker
+
+    yield start
+    for worker in workers:
+        await worker.stop(asyncio.Event())
+
+
+async def wait_final(jq: JobQueue, job_id: int, timeout: float = 15) -> Job:
+    deadline = time.monotonic() + timeout
+    while True:
+        job = await jq.get(job_id)
+        assert job is not None
+        if job.status in FINAL_STATES:
+            return job
+        assert time.monotonic() < deadline, f"job {job_id} still {job.status}"
+        await asyncio.sleep(0.02)
+
+
+async def test_async_handlers_run_on_the_loop_and_sync_ones_in_threads(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    ran: dict[str, str] = {}
+
+    @jq.task("async_job")
+    async def async_job(payload: dict[str, Any]) -> None:
+        ran["async"] = threading.current_thread().name
+
+    @jq.task("sync_job")
+    def sync_job(payload: dict[str, Any]) -> None:
+        ran["sync"] = threading.current_thread().name
+
+    a = await jq.enqueue("async_job", {"n": 1})
+    s = await jq.enqueue("sync_job")
+    await start_worker()
+    assert (await wait_final(jq, a.id)).status == JobStatus.COMPLETED
+    assert (await wait_final(jq, s.id)).status == JobStatus.COMPLETED
+    assert ran["async"] == threading.current_thread().name
+    assert ran["sync"].startswith("jobqueue-sync")
+
+
+async def test_handler_gets_payload_and_context(jq: JobQueue, start_worker: StartWorker) -> None:
+    seen: list[tuple[dict[str, Any], JobContext]] = []
+
+    @jq.task("ctx_job", max_attempts=4)
+    async def ctx_job(payload: dict[str, Any], ctx: JobContext) -> None:
+        seen.append((payload, ctx))
+
+    job = await jq.enqueue("ctx_job", {"to": "a@b.c"}, queue="default")
+    await start_worker()
+    done = await wait_final(jq, job.id)
+    assert done.status == JobStatus.COMPLETED
+    assert done.attempts == 1
+    assert done.started_at is not None
+    assert done.finished_at is not None
+    assert seen == [({"to": "a@b.c"}, JobContext(job.id, "ctx_job", "default", 1, 4))]
+
+
+async def test_failed_attempts_retry_after_the_delay_until_max_attempts(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    attempts: list[tuple[int, float]] = []
+
+    @jq.task("flaky")
+    async def flaky(payload: dict[str, Any], ctx: JobContext) -> None:
+        attempts.append((ctx.attempt, time.monotonic()))
+        raise ValueError(f"boom on attempt {ctx.attempt}")
+
+    job = await jq.enqueue("flaky", max_attempts=3)
+    await start_worker(retry_delay=0.4)
+    done = await wait_final(jq, job.id)
+    assert done.status == JobStatus.FAILED
+    assert done.attempts == 3
+    assert done.last_error == "ValueError: boom on attempt 3"
+    assert [a for a, _ in attempts] == [1, 2, 3]
+    gaps = [b - a for (_, a), (_, b) in zip(attempts, attempts[1:], strict=False)]
+    assert all(gap >= 0.4 for gap in gaps), gaps  # never claimed before its run_at
+
+
+async def test_retry_waits_pending_with_run_at_in_the_future(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    @jq.task("fails_once")
+    async def fails_once(payload: dict[str, Any], ctx: JobContext) -> None:
+        if ctx.attempt == 1:
+            raise RuntimeError("first attempt fails")
+
+    job = await jq.enqueue("fails_once")
+    await start_worker(retry_delay=60)
+    deadline = time.monotonic() + 10
+    while (await jq.get(job.id)).last_error is None:  # type: ignore[union-attr]
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.5)  # several poll intervals: still not claimed
+    current = await jq.get(job.id)
+    assert current is not None
+    assert current.status == JobStatus.PENDING
+    assert current.attempts == 1
+    assert current.last_error == "RuntimeError: first attempt fails"
+    assert (current.run_at - current.updated_at).total_seconds() > 55
+
+
+async def test_job_max_attempts_overrides_task_and_default(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    @jq.task("always_fails", max_attempts=5)
+    def always_fails(payload: dict[str, Any]) -> None:
+        raise RuntimeError("nope")
+
+    by_job = await jq.enqueue("always_fails", max_attempts=1)
+    by_task = await jq.enqueue("always_fails")
+    await start_worker(retry_delay=0)
+    assert (await wait_final(jq, by_job.id)).attempts == 1
+    done = await wait_final(jq, by_task.id)
+    assert (done.status, done.attempts, done.max_attempts) == (JobStatus.FAILED, 5, 5)
+
+
+async def test_job_without_handler_fails_with_a_clear_error(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    job = await jq.enqueue("nobody_handles_this", max_attempts=1)
+    await start_worker()
+    done = await wait_final(jq, job.id)
+    assert done.status == JobStatus.FAILED
+    assert done.last_error == "no handler for type nobody_handles_this"
+
+
+async def test_scheduled_job_is_not_claimed_early(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    @jq.task("later")
+    async def later(payload: dict[str, Any]) -> None:
+        pass
+
+    job = await jq.enqueue("later", delay_seconds=1.0)
+    await start_worker()
+    done = await wait_final(jq, job.id)
+    assert done.started_at is not None
+    assert done.started_at >= job.run_at
+
+
+async def test_notify_wakes_an_idle_worker_long_before_the_poll(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    @jq.task("quick")
+    async def quick(payload: dict[str, Any]) -> None:
+        pass
+
+    worker = await start_worker(poll_interval=60)
+    deadline = time.monotonic() + 10
+    while not worker.listener.healthy:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.1)  # the worker is now asleep on its 60 s poll
+    job = await jq.enqueue("quick")
+    done = await wait_final(jq, job.id, timeout=10)  # far below the poll interval
+    assert done.status == JobStatus.COMPLETED
+
+
+async def test_no_more_than_worker_count_jobs_run_at_once(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    running = peak = 0
+
+    @jq.task("slow")
+    async def slow(payload: dict[str, Any]) -> None:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.2)
+        running -= 1
+
+    jobs = [await jq.enqueue("slow") for _ in range(9)]
+    await start_worker(worker_count=3)
+    for job in jobs:
+        assert (await wait_final(jq, job.id)).status == JobStatus.COMPLETED
+    assert peak == 3
+
+
+async def test_a_write_from_a_replaced_attempt_changes_nothing(
+    jq: JobQueue, db: asyncpg.Connection, schema: str
+) -> None:
+    job = await jq.enqueue("noop")
+    q = jq.queries
+    pool = await jq.pool()
+    first = ClaimedJob.from_record((await db.fetch(q.claim, "default", 1, "old-worker", 30.0))[0])
+    # The job is taken from the first worker (as a rescue would) and claimed again.
+    await db.execute(f'UPDATE "{schema}".jobs SET status = \'pending\' WHERE id = $1', job.id)
+    second = (await db.fetch(q.claim, "default", 1, "new-worker", 30.0))[0]
+    assert second["attempts"] == 2
+
+    stale = Completer(pool, q, "old-worker")
+    with structlog.testing.capture_logs() as logs:
+        stale.complete(first)
+        await stale.flush()
+        stale.fail(first, "late failure", None)
+        await stale.flush()
+    row = await db.fetchrow(f'SELECT * FROM "{schema}".jobs WHERE id = $1', job.id)
+    assert (row["status"], row["attempts"], row["worker_id"]) == ("running", 2, "new-worker")
+    assert row["last_error"] is None
+    rejected = [e["event"] for e in logs if "rejected" in e["event"]]
+    assert rejected == [
+        f"Stale completion of job {job.id} attempt 1 rejected: "
+        "the job is no longer held by this attempt",
+        f"Stale failure of job {job.id} attempt 1 rejected: "
+        "the job is no longer held by this attempt",
+    ]
+
+    current = Completer(pool, q, "new-worker")
+    current.complete(ClaimedJob.from_record(second))
+    await current.flush()
+    assert (await jq.get(job.id)).status == JobStatus.COMPLETED  # type: ignore[union-attr]
+
+
+async def test_a_failing_handler_does_not_stop_the_others(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    @jq.task("bad")
+    def bad(payload: dict[str, Any]) -> None:
+        raise KeyError("missing")
+
+    @jq.task("good")
+    async def good(payload: dict[str, Any]) -> None:
+        pass
+
+    bads = [await jq.enqueue("bad", max_attempts=1) for _ in range(5)]
+    goods = [await jq.enqueue("good") for _ in range(20)]
+    await start_worker(worker_count=2)
+    for job in goods:
+        assert (await wait_final(jq, job.id)).status == JobStatus.COMPLETED
+    for job in bads:
+        assert (await wait_final(jq, job.id)).last_error == "KeyError: 'missing'"
+
+
+def test_task_registration_rejects_duplicates() -> None:
+    jq = JobQueue(dsn="postgresql://unused")
+    jq.task("dup")(lambda payload: None)
+    with pytest.raises(ValueError, match="already registered"):
+        jq.task("dup")(lambda payload: None)
+    assert isinstance(jq.tasks["dup"], Task)
