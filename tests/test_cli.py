@@ -16,7 +16,11 @@ import pytest
 def jobqueue(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "jobqueue", *args],
-        env=env, capture_output=True, text=True, timeout=60, check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
@@ -74,14 +78,19 @@ def test_enqueue_then_get_and_list(env: dict[str, str]) -> None:
         (["enqueue", "noop", "--max-attempts", "0"], {}, "max_attempts: Input should be"),
         (["enqueue", "noop", "--run-at", "tomorrow"], {}, "--run-at must be an ISO 8601 time"),
         (["jobs", "list", "--limit", "0"], {}, "--limit must be from 1 to 10000"),
-        (["serve"], {"WORKER_COUNT": "abc"},
-         "WORKER_COUNT must be a positive integer, got 'abc'"),
+        (["serve"], {"WORKER_COUNT": "abc"}, "WORKER_COUNT must be a positive integer, got 'abc'"),
         (["serve", "--worker-count", "0"], {}, "WORKER_COUNT must be a positive integer, got '0'"),
         (["serve"], {"PORT": "http"}, "PORT must be a port number from 0 to 65535, got 'http'"),
-        (["serve"], {"POLL_INTERVAL_SECONDS": "-1"},
-         "POLL_INTERVAL_SECONDS must be a positive number of seconds, got '-1'"),
-        (["serve"], {"RETRY_DELAY_SECONDS": "soon"},
-         "RETRY_DELAY_SECONDS must be a number of seconds >= 0, got 'soon'"),
+        (
+            ["serve"],
+            {"POLL_INTERVAL_SECONDS": "-1"},
+            "POLL_INTERVAL_SECONDS must be a positive number of seconds, got '-1'",
+        ),
+        (
+            ["serve"],
+            {"RETRY_DELAY_SECONDS": "soon"},
+            "RETRY_DELAY_SECONDS must be a number of seconds >= 0, got 'soon'",
+        ),
         (["serve"], {"JOBQUEUE_SCHEMA": "Bad-Name"}, "JOBQUEUE_SCHEMA must be a lowercase SQL"),
         (["serve"], {"JOBQUEUE_APP": "nomodule"}, "JOBQUEUE_APP must look like 'module:attribute'"),
         (["serve", "--app", "no_such_module:jq"], {}, "cannot import 'no_such_module'"),

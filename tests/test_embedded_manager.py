@@ -34,6 +34,18 @@ IN_USER_NAMESPACE = ("unshare", "--user", "--map-user=65534", "--map-group=65534
 NOBODY = 65534
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="root-only strategies")
 
+
+def _user_namespaces_work() -> bool:
+    try:
+        return subprocess.run([*IN_USER_NAMESPACE, "true"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+with_user_namespaces = pytest.mark.skipif(
+    not _user_namespaces_work(), reason="`unshare --user` is unavailable here"
+)
+
 # A jobqueue process: starts the server, reports it, stops it when stdin closes.
 CHILD = """
 import sys
@@ -260,10 +272,13 @@ def test_startup_failure_is_one_line_naming_the_cause(tmp_path: Path, started: S
     assert not (data_dir / "pgdata" / "postmaster.pid").exists()
 
 
-def test_server_stops_when_its_owner_is_sigkilled(tmp_path: Path, started: Started) -> None:
-    child = started.child(tmp_path)
+@pytest.mark.parametrize("isolation", ["auto", pytest.param("nobody", marks=root_only)])
+def test_server_stops_when_its_owner_is_sigkilled(
+    open_dir: Path, started: Started, isolation: str
+) -> None:
+    child = started.child(open_dir, isolation)
     dsn, owned = reported(child)
-    pid = postmaster_pid(tmp_path)
+    pid = postmaster_pid(open_dir)
     assert owned
     assert query(dsn, "SELECT 1") == "1"
 
@@ -271,7 +286,7 @@ def test_server_stops_when_its_owner_is_sigkilled(tmp_path: Path, started: Start
     child.communicate()
 
     assert gone_within(pid, 10)
-    assert not (tmp_path / "pgdata" / "postmaster.pid").exists()  # a clean (fast) shutdown
+    assert not (open_dir / "pgdata" / "postmaster.pid").exists()  # a clean (fast) shutdown
 
 
 def test_server_outlives_the_thread_that_started_it(tmp_path: Path, started: Started) -> None:
@@ -287,6 +302,7 @@ def test_server_outlives_the_thread_that_started_it(tmp_path: Path, started: Sta
 
 
 @root_only
+@with_user_namespaces
 def test_runs_as_a_non_root_user(tmp_path: Path, started: Started) -> None:
     # In this user namespace the child is uid 65534 and takes the non-root path.
     child = started.child(tmp_path, prefix=IN_USER_NAMESPACE)

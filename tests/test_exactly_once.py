@@ -23,7 +23,8 @@ def test_5000_jobs_across_4_worker_processes_each_run_exactly_once(
         conn = await asyncpg.connect(pg_dsn)
         try:
             await conn.execute(
-                f'CREATE TABLE "{schema}".ledger (job_id bigint NOT NULL, attempt int NOT NULL, pid int NOT NULL)'
+                f'CREATE TABLE "{schema}".ledger'
+                " (job_id bigint NOT NULL, attempt int NOT NULL, pid int NOT NULL)"
             )
             await conn.execute(
                 f"""INSERT INTO "{schema}".jobs (type, payload)

@@ -51,7 +51,5 @@ def test_seed_walkthrough(env: dict[str, str], spawn: Spawn) -> None:
     for attempt in (1, 2, 3):
         assert f"Processing job {n}, attempt {attempt}/3" in out
         assert f"Job {n} failed on attempt {attempt}" in out
-    assert out.index(f"Job {n} failed on attempt 1") < out.index(
-        f"Processing job {n}, attempt 2/3"
-    )
+    assert out.index(f"Job {n} failed on attempt 1") < out.index(f"Processing job {n}, attempt 2/3")
     assert f"Processing job {email['id']}, attempt 1/3" in out

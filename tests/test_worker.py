@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -72,7 +73,7 @@ async def test_async_handlers_run_on_the_loop_and_sync_ones_in_threads(
     assert (await wait_final(jq, a.id)).status == JobStatus.COMPLETED
     assert (await wait_final(jq, s.id)).status == JobStatus.COMPLETED
     assert ran["async"] == threading.current_thread().name
-    assert ran["sync"].startswith("jobqueue-sync")
+    assert ran["sync"].startswith("jobqueue-handler")
 
 
 async def test_handler_gets_payload_and_context(jq: JobQueue, start_worker: StartWorker) -> None:
@@ -109,7 +110,7 @@ async def test_failed_attempts_retry_after_the_delay_until_max_attempts(
     assert done.attempts == 3
     assert done.last_error == "ValueError: boom on attempt 3"
     assert [a for a, _ in attempts] == [1, 2, 3]
-    gaps = [b - a for (_, a), (_, b) in zip(attempts, attempts[1:], strict=False)]
+    gaps = [b - a for (_, a), (_, b) in itertools.pairwise(attempts)]
     assert all(gap >= 0.4 for gap in gaps), gaps  # never claimed before its run_at
 
 
@@ -161,9 +162,7 @@ async def test_job_without_handler_fails_with_a_clear_error(
     assert done.last_error == "no handler for type nobody_handles_this"
 
 
-async def test_scheduled_job_is_not_claimed_early(
-    jq: JobQueue, start_worker: StartWorker
-) -> None:
+async def test_scheduled_job_is_not_claimed_early(jq: JobQueue, start_worker: StartWorker) -> None:
     @jq.task("later")
     async def later(payload: dict[str, Any]) -> None:
         pass
@@ -221,7 +220,7 @@ async def test_a_write_from_a_replaced_attempt_changes_nothing(
     pool = await jq.pool()
     first = ClaimedJob.from_record((await db.fetch(q.claim, "default", 1, "old-worker", 30.0))[0])
     # The job is taken from the first worker (as a rescue would) and claimed again.
-    await db.execute(f'UPDATE "{schema}".jobs SET status = \'pending\' WHERE id = $1', job.id)
+    await db.execute(f"UPDATE \"{schema}\".jobs SET status = 'pending' WHERE id = $1", job.id)
     second = (await db.fetch(q.claim, "default", 1, "new-worker", 30.0))[0]
     assert second["attempts"] == 2
 

@@ -15,6 +15,7 @@ import asyncio
 import dataclasses
 import functools
 import inspect
+import json
 import threading
 from collections.abc import Callable, Coroutine, Mapping
 from datetime import datetime
@@ -80,6 +81,7 @@ class JobQueue:
         self._embedded: EmbeddedPostgres | None = None
         self._pools: dict[asyncio.AbstractEventLoop, asyncpg.Pool] = {}
         self._sync_loop: asyncio.AbstractEventLoop | None = None
+        self._sync_thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
     @property
@@ -191,7 +193,8 @@ class JobQueue:
         args = (
             spec.type,
             spec.queue or (task and task.queue) or "default",
-            spec.payload,
+            # JSON text, not a dict: the application's own connection has no jsonb codec.
+            json.dumps(spec.payload, separators=(",", ":")),
             _first(spec.priority, task and task.priority, 0),
             _first(spec.max_attempts, task and task.max_attempts, self.settings.max_attempts),
             spec.run_at,
@@ -261,7 +264,10 @@ class JobQueue:
         with self._lock:
             if self._sync_loop is None:
                 loop = asyncio.new_event_loop()
-                threading.Thread(target=loop.run_forever, name="jobqueue-sync", daemon=True).start()
+                self._sync_thread = threading.Thread(
+                    target=loop.run_forever, name="jobqueue-sync-api", daemon=True
+                )
+                self._sync_thread.start()
                 self._sync_loop = loop
             loop = self._sync_loop
         return asyncio.run_coroutine_threadsafe(coro, loop).result()
@@ -274,6 +280,9 @@ class JobQueue:
         if pool is not None:
             asyncio.run_coroutine_threadsafe(pool.close(), loop).result()
         loop.call_soon_threadsafe(loop.stop)
+        if self._sync_thread is not None:
+            self._sync_thread.join()
+        loop.close()
 
 
 def _first(*values: Any) -> Any:

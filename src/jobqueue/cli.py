@@ -158,7 +158,7 @@ def exit_despite_stuck_threads(code: int) -> None:
     for it at exit; its job is already handed back, so leave without it."""
     deadline = time.monotonic() + 0.5
     while time.monotonic() < deadline:
-        if not any(t.name.startswith("jobqueue-sync") for t in threading.enumerate()):
+        if not any(t.name.startswith("jobqueue-handler") for t in threading.enumerate()):
             return
         time.sleep(0.05)
     sys.stdout.flush()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import json
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -79,7 +80,9 @@ class Job(BaseModel):
     @classmethod
     def from_record(cls, record: Any) -> Job:
         fields = cls.model_fields
-        return cls(**{k: v for k, v in record.items() if k in fields})
+        values = {k: v for k, v in record.items() if k in fields}
+        values["payload"] = json.loads(values["payload"])
+        return cls(**values)
 
 
 QueueName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,100}$")]

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import asyncpg
 
 from jobqueue.config import Settings
@@ -27,19 +24,11 @@ def resolve_dsn(settings: Settings) -> tuple[str, EmbeddedPostgres | None]:
     return server.start(), server
 
 
-async def setup_connection(conn: asyncpg.Connection) -> None:
-    """Payloads travel as Python objects; jsonb is encoded and decoded here once."""
-    await conn.set_type_codec(
-        "jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog", format="text"
-    )
-
-
 async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
     pool: asyncpg.Pool = await asyncpg.create_pool(
         dsn,
         min_size=min_size,
         max_size=max_size,
-        init=setup_connection,
         server_settings={"application_name": "jobqueue", **KEEPALIVE_SETTINGS},
     )
     return pool
@@ -49,7 +38,6 @@ async def connect(dsn: str) -> asyncpg.Connection:
     conn: asyncpg.Connection = await asyncpg.connect(
         dsn, server_settings={"application_name": "jobqueue", **KEEPALIVE_SETTINGS}
     )
-    await setup_connection(conn)
     return conn
 
 
@@ -66,7 +54,3 @@ def is_unavailable(exc: BaseException) -> bool:
         asyncpg.TooManyConnectionsError,
     )
     return isinstance(exc, unavailable)
-
-
-def record_dict(record: Any) -> dict[str, Any]:
-    return dict(record.items())

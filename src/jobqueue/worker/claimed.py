@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,7 @@ class ClaimedJob:
             r["id"],
             r["type"],
             r["queue"],
-            r["payload"],
+            json.loads(r["payload"]),
             r["attempts"],
             r["max_attempts"],
             r["priority"],

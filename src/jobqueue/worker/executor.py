@@ -48,7 +48,7 @@ class Executor:
         self._on_slot_freed = on_slot_freed
         self._on_retry_scheduled = on_retry_scheduled
         # One thread per slot, so sync handlers never wait for each other.
-        self._threads = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="jobqueue-sync")
+        self._threads = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="jobqueue-handler")
         self._running: dict[int, asyncio.Task[None]] = {}
         self._lock = threading.Lock()
         self._in_threads = 0

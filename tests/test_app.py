@@ -1,0 +1,111 @@
+"""The Python API: enqueue from async and sync code, and inside the application's own
+transaction."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+import pydantic
+import pytest
+
+from jobqueue.app import JobQueue
+from jobqueue.config import Settings
+from jobqueue.db.sql import channel_name
+from jobqueue.job import JobStatus
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_enqueue_uses_task_defaults_then_job_overrides(jq: JobQueue) -> None:
+    @jq.task("report", queue="reports", max_attempts=7, priority=5)
+    async def report(payload: dict[str, object]) -> None:
+        pass
+
+    by_task = await jq.enqueue("report", {"id": 1})
+    assert (by_task.queue, by_task.max_attempts, by_task.priority) == ("reports", 7, 5)
+    by_job = await jq.enqueue("report", queue="urgent", max_attempts=1, priority=-1)
+    assert (by_job.queue, by_job.max_attempts, by_job.priority) == ("urgent", 1, -1)
+    untyped = await jq.enqueue("other")
+    assert (untyped.queue, untyped.max_attempts, untyped.priority) == ("default", 3, 0)
+    assert await jq.get(by_task.id) == by_task
+
+
+async def test_run_at_and_delay(jq: JobQueue) -> None:
+    at = datetime(2031, 5, 1, 12, 0, tzinfo=UTC)
+    assert (await jq.enqueue("x", run_at=at)).run_at == at
+    delayed = await jq.enqueue("x", delay_seconds=90)
+    assert timedelta(seconds=89) < delayed.run_at - delayed.created_at < timedelta(seconds=91)
+    with pytest.raises(pydantic.ValidationError, match="not both"):
+        await jq.enqueue("x", run_at=at, delay_seconds=1)
+
+
+async def test_invalid_enqueue_raises_and_stores_nothing(jq: JobQueue) -> None:
+    with pytest.raises(pydantic.ValidationError, match="max_attempts"):
+        await jq.enqueue("x", max_attempts=0)
+    with pytest.raises(pydantic.ValidationError, match="type"):
+        await jq.enqueue("")
+    assert await jq.list() == []
+
+
+async def test_enqueue_in_the_applications_transaction(jq: JobQueue, pg_dsn: str) -> None:
+    notified: asyncio.Queue[str] = asyncio.Queue()
+    listener = await asyncpg.connect(pg_dsn)
+    await listener.add_listener(
+        channel_name(jq.settings.schema), lambda *args: notified.put_nowait(args[3])
+    )
+    app_conn = await asyncpg.connect(pg_dsn)
+    try:
+        async with app_conn.transaction():
+            kept = await jq.enqueue("kept", conn=app_conn)
+            assert await jq.get(kept.id) is None  # invisible until commit
+            await asyncio.sleep(0.2)
+            assert notified.empty()  # and no worker is woken before it
+        assert await jq.get(kept.id) is not None
+        assert await asyncio.wait_for(notified.get(), 5) == "default"
+
+        transaction = app_conn.transaction()
+        await transaction.start()
+        dropped = await jq.enqueue("dropped", conn=app_conn)
+        await transaction.rollback()
+        assert await jq.get(dropped.id) is None
+    finally:
+        await app_conn.close()
+        await listener.close()
+
+
+async def test_one_notify_per_statement_not_per_job(jq: JobQueue, pg_dsn: str) -> None:
+    notified: list[str] = []
+    listener = await asyncpg.connect(pg_dsn)
+    await listener.add_listener(
+        channel_name(jq.settings.schema), lambda *args: notified.append(args[3])
+    )
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        async with conn.transaction():
+            for _ in range(50):
+                await jq.enqueue("many", conn=conn)
+            await jq.enqueue("other_queue", queue="q2", conn=conn)
+            await jq.enqueue("later", queue="q3", delay_seconds=60, conn=conn)
+        await asyncio.sleep(0.5)
+        assert sorted(notified) == ["default", "q2"]  # none for a job not due yet
+    finally:
+        await conn.close()
+        await listener.close()
+
+
+def test_sync_enqueue_and_get(settings: Settings) -> None:
+    jq = JobQueue(settings=settings)
+    try:
+        job = jq.enqueue_sync("sync_made", {"n": 1}, priority=2)
+        assert (job.type, job.payload, job.priority, job.status) == (
+            "sync_made",
+            {"n": 1},
+            2,
+            JobStatus.PENDING,
+        )
+        assert jq.get_sync(job.id) == job
+        assert jq.enqueue_sync("second").id == job.id + 1
+    finally:
+        jq.close_sync()
