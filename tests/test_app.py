@@ -4,6 +4,7 @@ transaction."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
@@ -49,12 +50,21 @@ async def test_invalid_enqueue_raises_and_stores_nothing(jq: JobQueue) -> None:
     assert await jq.list() == []
 
 
-async def test_enqueue_in_the_applications_transaction(jq: JobQueue, pg_dsn: str) -> None:
-    notified: asyncio.Queue[str] = asyncio.Queue()
+@pytest.fixture
+async def notified(jq: JobQueue, pg_dsn: str) -> AsyncIterator[asyncio.Queue[str]]:
+    """The payloads of the NOTIFYs that announce new jobs."""
+    received: asyncio.Queue[str] = asyncio.Queue()
     listener = await asyncpg.connect(pg_dsn)
     await listener.add_listener(
-        channel_name(jq.settings.schema), lambda *args: notified.put_nowait(args[3])
+        channel_name(jq.settings.schema), lambda *args: received.put_nowait(args[3])
     )
+    yield received
+    await listener.close()
+
+
+async def test_enqueue_in_the_applications_transaction(
+    jq: JobQueue, pg_dsn: str, notified: asyncio.Queue[str]
+) -> None:
     app_conn = await asyncpg.connect(pg_dsn)
     try:
         async with app_conn.transaction():
@@ -72,15 +82,11 @@ async def test_enqueue_in_the_applications_transaction(jq: JobQueue, pg_dsn: str
         assert await jq.get(dropped.id) is None
     finally:
         await app_conn.close()
-        await listener.close()
 
 
-async def test_one_notify_per_statement_not_per_job(jq: JobQueue, pg_dsn: str) -> None:
-    notified: list[str] = []
-    listener = await asyncpg.connect(pg_dsn)
-    await listener.add_listener(
-        channel_name(jq.settings.schema), lambda *args: notified.append(args[3])
-    )
+async def test_one_notify_per_transaction_and_queue_not_per_job(
+    jq: JobQueue, pg_dsn: str, notified: asyncio.Queue[str]
+) -> None:
     conn = await asyncpg.connect(pg_dsn)
     try:
         async with conn.transaction():
@@ -89,10 +95,10 @@ async def test_one_notify_per_statement_not_per_job(jq: JobQueue, pg_dsn: str) -
             await jq.enqueue("other_queue", queue="q2", conn=conn)
             await jq.enqueue("later", queue="q3", delay_seconds=60, conn=conn)
         await asyncio.sleep(0.5)
-        assert sorted(notified) == ["default", "q2"]  # none for a job not due yet
+        payloads = [notified.get_nowait() for _ in range(notified.qsize())]
+        assert sorted(payloads) == ["default", "q2"]  # none for a job not due yet
     finally:
         await conn.close()
-        await listener.close()
 
 
 def test_sync_enqueue_and_get(settings: Settings) -> None:

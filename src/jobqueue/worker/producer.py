@@ -20,6 +20,8 @@ from jobqueue.worker.executor import Executor
 
 log = structlog.get_logger("jobqueue.producer")
 
+RETRY_WAKE_MARGIN = 0.05
+
 
 class Producer:
     def __init__(
@@ -49,8 +51,12 @@ class Producer:
             self._wake.set()
 
     def wake_after(self, seconds: float) -> None:
-        """Wake when a retry this worker scheduled falls due, rather than at the next poll."""
-        asyncio.get_running_loop().call_later(seconds, self._wake.set)
+        """Wake when a retry this worker scheduled falls due, rather than at the next poll.
+
+        The completer writes ``run_at`` a few ms after the failure; the margin makes
+        the wake-up land after it.
+        """
+        asyncio.get_running_loop().call_later(seconds + RETRY_WAKE_MARGIN, self._wake.set)
 
     def stop(self) -> None:
         self._stopping = True
