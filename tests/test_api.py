@@ -36,7 +36,9 @@ JOB_FIELDS = {
 
 @pytest.fixture
 async def client(jq: JobQueue) -> AsyncIterator[httpx.AsyncClient]:
-    jq.settings = dataclasses.replace(jq.settings, max_payload_bytes=1000)
+    jq.settings = dataclasses.replace(
+        jq.settings, max_payload_bytes=1000, max_request_bytes=200_000
+    )
     jq.tasks.update(demo.jq.tasks)
     app = create_app(jq)
     async with httpx.AsyncClient(
@@ -124,7 +126,7 @@ async def test_health_and_readiness(client: httpx.AsyncClient) -> None:
 
 async def test_openapi_documents_the_endpoints(client: httpx.AsyncClient) -> None:
     spec = (await client.get("/openapi.json")).json()
-    assert {"/jobs", "/jobs/{id}", "/healthz", "/readyz"} <= spec["paths"].keys()
+    assert {"/jobs", "/jobs/batch", "/jobs/{id}", "/healthz", "/readyz"} <= spec["paths"].keys()
     assert (await client.get("/docs")).status_code == 200
 
 
@@ -212,3 +214,64 @@ async def test_unknown_type_is_accepted_when_the_api_runs_without_workers(
     ) as c:
         r = await c.post("/jobs", json={"type": "handled_elsewhere"})
     assert r.status_code == 201
+
+
+async def test_batch_stores_every_job_in_order(client: httpx.AsyncClient) -> None:
+    jobs = [{"type": "noop", "payload": {"n": n}} for n in range(300)]
+    jobs[7] = {"type": "send_email", "payload": {"to": "x@y.z"}, "queue": "mail", "priority": 2}
+    r = await client.post("/jobs/batch", json={"jobs": jobs})
+    assert r.status_code == 201, r.text
+    body = r.json()
+    assert body["count"] == 300
+    assert body["ids"] == sorted(body["ids"])
+    seventh = (await client.get(f"/jobs/{body['ids'][7]}")).json()
+    assert (seventh["type"], seventh["queue"], seventh["priority"]) == ("send_email", "mail", 2)
+    last = (await client.get(f"/jobs/{body['ids'][-1]}")).json()
+    assert last["payload"] == {"n": 299}
+
+
+@pytest.mark.parametrize(
+    ("jobs", "status", "field", "words"),
+    [
+        (
+            [{"type": "noop"}, {"type": "noop"}, {"type": "noop", "max_attempts": 0}],
+            422,
+            "jobs.2.max_attempts",
+            "greater than or equal to 1",
+        ),
+        ([{"type": "noop"}, {"type": "nosuch"}], 422, "jobs.1.type", "known types"),
+        (
+            [{"type": "noop", "payload": {"x": "a" * 2000}}],
+            413,
+            "jobs.0.payload",
+            "JOBQUEUE_MAX_PAYLOAD_BYTES",
+        ),
+        ([{"type": "noop", "extra": 1}], 422, "jobs.0.extra", "unknown field"),
+        ([], 422, "jobs", "at least 1 item"),
+        ([{"type": "noop"}] * 10_001, 422, "jobs", "at most 10000 items"),
+    ],
+)
+async def test_batch_with_a_bad_job_stores_none(
+    client: httpx.AsyncClient,
+    db: asyncpg.Connection,
+    schema: str,
+    jobs: list[dict[str, object]],
+    status: int,
+    field: str,
+    words: str,
+) -> None:
+    r = await client.post("/jobs/batch", json={"jobs": jobs})
+    assert r.status_code == status, r.text
+    errors = r.json()["detail"]
+    assert any(e["field"] == field and words in e["msg"] for e in errors), errors
+    assert await count_jobs(db, schema) == 0
+
+
+async def test_request_body_over_the_limit_is_refused_unread(
+    client: httpx.AsyncClient, db: asyncpg.Connection, schema: str
+) -> None:
+    jobs = [{"type": "noop", "payload": {"x": "a" * 500}}] * 1000  # ~530 kB > 200 kB
+    r = await client.post("/jobs/batch", json={"jobs": jobs})
+    assert r.status_code == 413
+    assert "JOBQUEUE_MAX_REQUEST_BYTES" in r.json()["detail"][0]["msg"]
+    assert await count_jobs(db, schema) == 0

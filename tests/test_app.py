@@ -115,3 +115,30 @@ def test_sync_enqueue_and_get(settings: Settings) -> None:
         assert jq.enqueue_sync("second").id == job.id + 1
     finally:
         jq.close_sync()
+
+
+async def test_enqueue_many_stores_all_in_order_and_notifies_once(
+    jq: JobQueue, notified: asyncio.Queue[str]
+) -> None:
+    ids = await jq.enqueue_many("bulk", ({"n": n} for n in range(2500)), queue="bulk", priority=1)
+    assert len(ids) == 2500
+    assert ids == sorted(ids)
+    last = await jq.get(ids[-1])
+    assert last is not None
+    assert (last.payload, last.queue, last.priority, last.max_attempts) == (
+        {"n": 2499},
+        "bulk",
+        1,
+        3,
+    )
+    await asyncio.sleep(0.3)
+    assert [notified.get_nowait() for _ in range(notified.qsize())] == ["bulk"]
+    assert await jq.enqueue_many("bulk", []) == []
+
+
+async def test_enqueue_many_is_all_or_nothing(jq: JobQueue) -> None:
+    with pytest.raises(TypeError):
+        await jq.enqueue_many("bulk", [{"ok": 1}, {"bad": object()}])
+    with pytest.raises(pydantic.ValidationError, match="max_attempts"):
+        await jq.enqueue_many("bulk", [{"ok": 1}], max_attempts=0)
+    assert await jq.list() == []

@@ -17,7 +17,7 @@ import functools
 import inspect
 import json
 import threading
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -189,20 +189,66 @@ class JobQueue:
         return await self.enqueue_job(spec, conn=conn)
 
     async def enqueue_job(self, spec: NewJob, *, conn: asyncpg.Connection | None = None) -> Job:
+        db = conn if conn is not None else await self.pool()
+        record = await db.fetchrow(self.queries.enqueue, *self._row(spec))
+        return Job.from_record(record)
+
+    async def enqueue_many(
+        self,
+        type: str,
+        payloads: Iterable[Mapping[str, Any]],
+        *,
+        queue: str | None = None,
+        priority: int | None = None,
+        max_attempts: int | None = None,
+        run_at: datetime | None = None,
+        delay_seconds: float | None = None,
+        conn: asyncpg.Connection | None = None,
+    ) -> list[int]:
+        """Store one job of ``type`` per payload, all or none, in one statement; return
+        their ids in order. Workers are woken once per batch, not once per job."""
+        spec = NewJob(
+            type=type,
+            queue=queue,
+            priority=priority,
+            max_attempts=max_attempts,
+            run_at=run_at,
+            delay_seconds=delay_seconds,
+        )
+        row = self._row(spec)
+        encoded = [_encode_payload(p) for p in payloads]
+        n = len(encoded)
+        columns = ([row[0]] * n, [row[1]] * n, encoded, *([v] * n for v in row[3:]))
+        return await self._insert_many(columns, conn)
+
+    async def enqueue_jobs(
+        self, specs: Sequence[NewJob], *, conn: asyncpg.Connection | None = None
+    ) -> list[int]:
+        """Store jobs of any types and options, all or none, in one statement."""
+        rows = [self._row(spec) for spec in specs]
+        columns = tuple(list(column) for column in zip(*rows, strict=True)) if rows else ()
+        return await self._insert_many(columns or ([],) * 7, conn)
+
+    async def _insert_many(
+        self, columns: tuple[list[Any], ...], conn: asyncpg.Connection | None
+    ) -> list[int]:
+        if not columns[0]:
+            return []
+        db = conn if conn is not None else await self.pool()
+        return [r[0] for r in await db.fetch(self.queries.enqueue_many, *columns)]
+
+    def _row(self, spec: NewJob) -> tuple[Any, ...]:
+        """The values of one job's row, the task's defaults filled in."""
         task = self.tasks.get(spec.type)
-        args = (
+        return (
             spec.type,
             spec.queue or (task and task.queue) or "default",
-            # JSON text, not a dict: the application's own connection has no jsonb codec.
-            json.dumps(spec.payload, separators=(",", ":")),
+            _encode_payload(spec.payload),
             _first(spec.priority, task and task.priority, 0),
             _first(spec.max_attempts, task and task.max_attempts, self.settings.max_attempts),
             spec.run_at,
             spec.delay_seconds,
         )
-        db = conn if conn is not None else await self.pool()
-        record = await db.fetchrow(self.queries.enqueue, *args)
-        return Job.from_record(record)
 
     async def get(self, job_id: int) -> Job | None:
         record = await (await self.pool()).fetchrow(self.queries.get_job, job_id)
@@ -283,6 +329,11 @@ class JobQueue:
         if self._sync_thread is not None:
             self._sync_thread.join()
         loop.close()
+
+
+def _encode_payload(payload: Mapping[str, Any]) -> str:
+    # JSON text, not a dict: an application's own connection has no jsonb codec.
+    return json.dumps(payload, separators=(",", ":"))
 
 
 def _first(*values: Any) -> Any:

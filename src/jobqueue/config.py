@@ -206,6 +206,13 @@ class Settings:
         "Largest JSON payload accepted. Big payloads slow every claim of the row; "
         "store large data elsewhere and pass a reference.",
     )
+    max_request_bytes: int = setting(
+        "JOBQUEUE_MAX_REQUEST_BYTES",
+        positive_int,
+        64 * 1024 * 1024,
+        "Largest HTTP request body read (a POST /jobs/batch holds up to 10,000 jobs). "
+        "Larger allows bigger batches but lets one request hold more memory.",
+    )
     log_level: str = setting(
         "JOBQUEUE_LOG_LEVEL",
         one_of("debug", "info", "warning", "error"),

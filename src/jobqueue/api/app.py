@@ -30,5 +30,5 @@ def create_app(
     app.state.listener_health = listener_health
     app.include_router(router)
     errors.install(app)
-    app.add_middleware(BodyLimit, max_payload_bytes=jq.settings.max_payload_bytes)
+    app.add_middleware(BodyLimit, max_request_bytes=jq.settings.max_request_bytes)
     return app

@@ -7,16 +7,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from jobqueue.api.errors import field_error
 
-# Room for the fields around the payload, so that the exact per-payload check in the
-# route, with its precise message, decides all but grossly oversized requests.
-ENVELOPE_BYTES = 64 * 1024
-
 
 class BodyLimit:
-    def __init__(self, app: ASGIApp, max_payload_bytes: int) -> None:
+    """The exact per-payload check is the route's; this one only caps memory."""
+
+    def __init__(self, app: ASGIApp, max_request_bytes: int) -> None:
         self.app = app
-        self.max_payload_bytes = max_payload_bytes
-        self.limit = max_payload_bytes + ENVELOPE_BYTES
+        self.limit = max_request_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -47,9 +44,8 @@ class BodyLimit:
             413,
             detail=[
                 field_error(
-                    ["body", "payload"],
-                    f"request body is over {self.limit} bytes; a payload may have at most "
-                    f"{self.max_payload_bytes} bytes (JOBQUEUE_MAX_PAYLOAD_BYTES)",
+                    ["body"],
+                    f"request body is over {self.limit} bytes (JOBQUEUE_MAX_REQUEST_BYTES)",
                     "too_large",
                 )
             ],

@@ -8,7 +8,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, HTTPException, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from jobqueue.api.errors import UNAVAILABLE, field_error
 from jobqueue.app import JobQueue
@@ -18,12 +18,36 @@ router = APIRouter()
 
 JobId = Annotated[int, Path(ge=1, le=2**63 - 1, description="The job's id.")]
 READY_TIMEOUT_SECONDS = 2.0
+MAX_BATCH_JOBS = 10_000
 
 
 class JobList(BaseModel):
     jobs: list[Job]
     next_after: int | None = None
     """Pass as ``after`` to get the next page; null on the last page."""
+
+
+class NewJobs(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "jobs": [
+                        {"type": "send_email", "payload": {"to": "a@example.com"}},
+                        {"type": "noop"},
+                    ]
+                }
+            ]
+        },
+    )
+    jobs: list[NewJob] = Field(min_length=1, max_length=MAX_BATCH_JOBS)
+
+
+class BatchCreated(BaseModel):
+    ids: list[int]
+    """The new jobs' ids, in the order given."""
+    count: int
 
 
 class Health(BaseModel):
@@ -55,34 +79,66 @@ def jobqueue(request: Request) -> JobQueue:
 )
 async def create_job(request: Request, response: Response, new: Annotated[NewJob, Body()]) -> Job:
     jq = jobqueue(request)
-    size = len(json.dumps(new.payload, separators=(",", ":")).encode())
-    if size > jq.settings.max_payload_bytes:
-        raise HTTPException(
-            413,
-            detail=[
-                field_error(
-                    ["body", "payload"],
-                    f"payload is {size} bytes; the limit is {jq.settings.max_payload_bytes} "
-                    "(JOBQUEUE_MAX_PAYLOAD_BYTES)",
-                    "too_large",
-                )
-            ],
-        )
-    if request.app.state.check_types and new.type not in jq.tasks:
-        known = ", ".join(sorted(jq.tasks)) or "none"
-        raise HTTPException(
-            422,
-            detail=[
-                field_error(
-                    ["body", "type"],
-                    f"no handler is registered for type {new.type!r}; known types: {known}",
-                    "unknown_type",
-                )
-            ],
-        )
+    problems = check(request, new, ["body"])
+    if problems:
+        raise HTTPException(problems_status(problems), detail=problems)
     job = await jq.enqueue_job(new)
     response.headers["Location"] = f"/jobs/{job.id}"
     return job
+
+
+@router.post(
+    "/jobs/batch",
+    status_code=201,
+    response_model=BatchCreated,
+    summary="Enqueue many jobs, all or none",
+    responses={
+        400: {"description": "Malformed JSON"},
+        413: {"description": "A payload over JOBQUEUE_MAX_PAYLOAD_BYTES"},
+        422: {"description": "Invalid jobs; each error names its job by index, e.g. jobs.3.type"},
+        503: {"description": "Database unavailable"},
+    },
+)
+async def create_jobs(request: Request, batch: Annotated[NewJobs, Body()]) -> BatchCreated:
+    problems = [
+        problem
+        for i, new in enumerate(batch.jobs)
+        for problem in check(request, new, ["body", "jobs", i])
+    ]
+    if problems:
+        raise HTTPException(problems_status(problems), detail=problems)
+    ids = await jobqueue(request).enqueue_jobs(batch.jobs)
+    return BatchCreated(ids=ids, count=len(ids))
+
+
+def check(request: Request, new: NewJob, loc: list[str | int]) -> list[dict[str, object]]:
+    """What the model cannot check alone: the payload's size and the type's handler."""
+    jq = jobqueue(request)
+    problems = []
+    size = len(json.dumps(new.payload, separators=(",", ":")).encode())
+    if size > jq.settings.max_payload_bytes:
+        problems.append(
+            field_error(
+                [*loc, "payload"],
+                f"payload is {size} bytes; the limit is {jq.settings.max_payload_bytes} "
+                "(JOBQUEUE_MAX_PAYLOAD_BYTES)",
+                "too_large",
+            )
+        )
+    if request.app.state.check_types and new.type not in jq.tasks:
+        known = ", ".join(sorted(jq.tasks)) or "none"
+        problems.append(
+            field_error(
+                [*loc, "type"],
+                f"no handler is registered for type {new.type!r}; known types: {known}",
+                "unknown_type",
+            )
+        )
+    return problems
+
+
+def problems_status(problems: list[dict[str, object]]) -> int:
+    return 413 if all(p["type"] == "too_large" for p in problems) else 422
 
 
 @router.get("/jobs/{id}", response_model=Job, summary="Get a job", responses={404: {}})

@@ -39,6 +39,7 @@ class Queries:
     claim: str
     complete: str
     enqueue: str
+    enqueue_many: str
     fail: str
     get_job: str
     list_jobs: str
