@@ -63,3 +63,37 @@ async def test_claim_reads_the_pending_index_not_finished_jobs(
     plan = "\n".join(r[0] for r in rows)
     assert "jobs_claim_idx" in plan, plan
     assert "Seq Scan" not in plan, plan
+
+
+@pytest.mark.parametrize(
+    ("name", "types"),
+    [
+        ("claim", "text, integer, text, float8"),
+        ("complete", "bigint[], integer[], text"),
+        ("fail", "bigint[], integer[], text[], float8[], text"),
+        ("release", "bigint[], integer[], text"),
+    ],
+)
+async def test_generic_plans_look_jobs_up_by_index(
+    db: asyncpg.Connection, schema: str, name: str, types: str
+) -> None:
+    """Prepared statements switch to a generic plan after a few runs; it must not scan
+    the table, whose size grows with every finished job kept."""
+    await db.execute(
+        f"""INSERT INTO "{schema}".jobs (type, status, finished_at)
+            SELECT 'noop', 'completed', now() FROM generate_series(1, 20000)"""
+    )
+    await db.execute(
+        f"""INSERT INTO "{schema}".jobs (type) SELECT 'noop' FROM generate_series(1, 50000)"""
+    )
+    await db.execute(f'ANALYZE "{schema}".jobs')
+    await db.execute("SET plan_cache_mode = force_generic_plan")
+    sql = getattr(queries(schema), name)
+    for cast in ("::bigint[]", "::integer[]", "::text[]", "::float8[]"):
+        sql = sql.replace(f"unnest($1{cast}", "unnest($1").replace(f", $2{cast}", ", $2")
+    await db.execute(f"PREPARE plan_test({types}) AS {sql}")
+    nulls = ", ".join("NULL" for _ in types.split(","))
+    rows = await db.fetch(f"EXPLAIN EXECUTE plan_test({nulls})")
+    plan = "\n".join(r[0] for r in rows)
+    assert "Seq Scan on jobs" not in plan, plan
+    assert "Index Scan using jobs_pkey" in plan, plan

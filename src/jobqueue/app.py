@@ -46,7 +46,7 @@ class Task:
     max_attempts: int | None = None
     priority: int | None = None
 
-    @property
+    @functools.cached_property
     def is_async(self) -> bool:
         return inspect.iscoroutinefunction(self.fn)
 

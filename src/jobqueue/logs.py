@@ -7,8 +7,16 @@ import sys
 
 import structlog
 
+_level = logging.INFO
+
+
+def enabled(level: str) -> bool:
+    """Whether events of ``level`` are printed (info unless configured otherwise)."""
+    return logging.getLevelNamesMapping()[level.upper()] >= _level
+
 
 def configure(level: str = "info", fmt: str = "console") -> None:
+    global _level
     shared: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
@@ -19,7 +27,7 @@ def configure(level: str = "info", fmt: str = "console") -> None:
         if fmt == "json"
         else structlog.dev.ConsoleRenderer(colors=False)
     )
-    numeric = logging.getLevelNamesMapping()[level.upper()]
+    numeric = _level = logging.getLevelNamesMapping()[level.upper()]
     structlog.configure(
         # The console renderer prints tracebacks itself; JSON needs them as a string field.
         processors=[

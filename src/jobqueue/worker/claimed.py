@@ -21,14 +21,11 @@ class ClaimedJob:
 
     @classmethod
     def from_record(cls, r: Any) -> ClaimedJob:
+        # Positional access: claim.sql returns id, type, queue, payload, attempts,
+        # max_attempts, priority, in that order.
+        payload = r[3]
         return cls(
-            r["id"],
-            r["type"],
-            r["queue"],
-            json.loads(r["payload"]),
-            r["attempts"],
-            r["max_attempts"],
-            r["priority"],
+            r[0], r[1], r[2], {} if payload == "{}" else json.loads(payload), r[4], r[5], r[6]
         )
 
     def context(self) -> JobContext:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -17,6 +16,7 @@ from typing import Any
 
 import structlog
 
+from jobqueue import logs
 from jobqueue.app import Task
 from jobqueue.worker.claimed import ClaimedJob
 from jobqueue.worker.completer import Completer
@@ -49,7 +49,9 @@ class Executor:
         self._on_retry_scheduled = on_retry_scheduled
         # One thread per slot, so sync handlers never wait for each other.
         self._threads = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="jobqueue-handler")
-        self._running: dict[int, asyncio.Task[None]] = {}
+        self._running: dict[int, tuple[ClaimedJob, asyncio.Task[None]]] = {}
+        self._log = log.bind()
+        self._log_jobs = logs.enabled("info")
         self._lock = threading.Lock()
         self._in_threads = 0
 
@@ -62,37 +64,39 @@ class Executor:
         return len(self._running)
 
     def start(self, job: ClaimedJob) -> None:
-        task = asyncio.create_task(self._run(job), name=f"job-{job.id}")
-        self._running[job.id] = task
-        task.add_done_callback(functools.partial(self._finished, job.id))
-
-    def _finished(self, job_id: int, _: asyncio.Task[None]) -> None:
-        self._running.pop(job_id, None)
-        self._on_slot_freed()
+        self._running[job.id] = (job, asyncio.create_task(self._run(job)))
 
     async def _run(self, job: ClaimedJob) -> None:
-        log.info(
-            f"Processing job {job.id}, attempt {job.attempt}/{job.max_attempts}",
-            job_id=job.id,
-            type=job.type,
-        )
-        started = time.monotonic()
+        # The hot path: the per-job log lines cost more than the queue itself at
+        # tens of thousands of jobs a second, so they are skipped, not filtered,
+        # when info is off.
+        if self._log_jobs:
+            self._log.info(
+                f"Processing job {job.id}, attempt {job.attempt}/{job.max_attempts}",
+                job_id=job.id,
+                type=job.type,
+            )
+            started = time.monotonic()
         try:
             await self._invoke(job)
         except asyncio.CancelledError:
             # Only shutdown cancels a job: hand it back, the attempt not counted.
-            log.warning(f"Job {job.id} interrupted by shutdown; handed back", job_id=job.id)
+            self._log.warning(f"Job {job.id} interrupted by shutdown; handed back", job_id=job.id)
             self._completer.release(job)
             raise
         except Exception as exc:
             self._failed(job, exc)
         else:
-            log.info(
-                f"Job {job.id} completed",
-                job_id=job.id,
-                seconds=round(time.monotonic() - started, 4),
-            )
+            if self._log_jobs:
+                self._log.info(
+                    f"Job {job.id} completed",
+                    job_id=job.id,
+                    seconds=round(time.monotonic() - started, 4),
+                )
             self._completer.complete(job)
+        finally:
+            del self._running[job.id]
+            self._on_slot_freed()
 
     async def _invoke(self, job: ClaimedJob) -> None:
         task = self._tasks.get(job.type)
@@ -142,19 +146,24 @@ class Executor:
                 return
             stop = asyncio.ensure_future(force.wait())
             await asyncio.wait(
-                [stop, *self._running.values()],
+                [stop, *(task for _, task in self._running.values())],
                 timeout=remaining,
                 return_when=asyncio.FIRST_COMPLETED,
             )
             stop.cancel()
 
     async def cancel_all(self) -> int:
-        """Cancel every running job (each hands itself back); return how many."""
-        tasks = list(self._running.values())
-        for task in tasks:
+        """Cancel every running job and hand it back; return how many."""
+        running = list(self._running.values())
+        for _, task in running:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        return len(tasks)
+        await asyncio.gather(*(task for _, task in running), return_exceptions=True)
+        # A task cancelled before its first step never ran its handler, nor its
+        # own hand-back: hand those jobs back here.
+        for job, _ in list(self._running.values()):
+            self._completer.release(job)
+        self._running.clear()
+        return len(running)
 
     @property
     def busy_threads(self) -> int:

@@ -34,6 +34,7 @@ class Producer:
         worker_id: str,
         lease_seconds: float,
         poll_interval: float,
+        claim_batch: int = 500,
     ) -> None:
         self._pool = pool
         self._q = queries
@@ -42,9 +43,12 @@ class Producer:
         self._worker_id = worker_id
         self._lease_seconds = lease_seconds
         self._poll_interval = poll_interval
+        self._claim_batch = claim_batch
         self._wake = asyncio.Event()
         self._stopping = False
         self._turn = 0
+        self.claims = 0  # statements run, for the stop log line
+        self.claimed = 0
 
     def wake(self, queue: str | None = None) -> None:
         if queue is None or queue in self.queues:
@@ -66,7 +70,7 @@ class Producer:
         backoff = 0.1
         while not self._stopping:
             self._wake.clear()  # before claiming, so a NOTIFY during the claim is kept
-            free = self._executor.free_slots
+            free = min(self._executor.free_slots, self._claim_batch)
             if free:
                 try:
                     if await self.claim(free):
@@ -94,6 +98,8 @@ class Producer:
             rows = await self._pool.fetch(
                 self._q.claim, queue, free, self._worker_id, self._lease_seconds
             )
+            self.claims += 1
+            self.claimed += len(rows)
             for row in rows:
                 self._executor.start(ClaimedJob.from_record(row))
             more = more or len(rows) == free

@@ -104,4 +104,9 @@ class Worker:
             task.cancel()
         await asyncio.gather(completer_task, listener_task, return_exceptions=True)
         self.executor.shutdown_threads()
-        log.info("worker stopped", worker_id=self.id)
+        log.info(
+            "worker stopped",
+            worker_id=self.id,
+            jobs_claimed=self.producer.claimed,
+            claim_queries=self.producer.claims,
+        )

@@ -1,5 +1,8 @@
 -- Claims up to $2 due jobs of queue $1 for worker $3, in priority order.
 -- SKIP LOCKED lets concurrent workers each take different rows without waiting.
+-- "id = ANY(ARRAY(...))" keeps the update on primary-key lookups: a join with the
+-- CTE can be planned as a hash join over the whole table, whose cost grows with
+-- every finished job kept.
 WITH due AS (
     SELECT id
     FROM {schema}.jobs
@@ -15,6 +18,5 @@ SET status = 'running',
     lease_expires_at = now() + make_interval(secs => $4),
     started_at = now(),
     updated_at = now()
-FROM due
-WHERE j.id = due.id
+WHERE j.id = ANY(ARRAY(SELECT id FROM due))
 RETURNING j.id, j.type, j.queue, j.payload, j.attempts, j.max_attempts, j.priority

@@ -14,5 +14,4 @@ FROM unnest($1::bigint[], $2::integer[], $3::text[], $4::float8[]) AS f(id, atte
 WHERE j.id = f.id
   AND j.attempts = f.attempt
   AND j.worker_id = $5
-  AND j.status = 'running'
 RETURNING j.id

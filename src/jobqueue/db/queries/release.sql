@@ -12,9 +12,8 @@ WITH released AS (
         updated_at = now()
     FROM unnest($1::bigint[], $2::integer[]) AS r(id, attempt)
     WHERE j.id = r.id
-      AND j.attempts = r.attempt
+          AND j.attempts = r.attempt
       AND j.worker_id = $3
-      AND j.status = 'running'
-    RETURNING j.id, j.queue
+        RETURNING j.id, j.queue
 )
 SELECT id, pg_notify({channel}, queue) FROM released
