@@ -16,7 +16,7 @@ from typing import Any
 
 import pydantic
 
-from jobqueue import config, logs
+from jobqueue import config, logs, supervisor
 from jobqueue.app import JobQueue
 from jobqueue.config import ConfigError, Settings
 from jobqueue.db.embedded import EmbeddedPostgresError
@@ -71,6 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
             const="false",
             help="do not apply the schema at start-up",
         )
+        if name == "worker":
+            cmd.add_argument(
+                "--processes",
+                default="1",
+                metavar="N",
+                help="run N worker processes, e.g. one per core (default 1)",
+            )
         cmd.set_defaults(run=run_service, roles=roles)
 
     cmd = commands.add_parser("migrate", help="apply the schema and exit")
@@ -140,6 +147,9 @@ def settings_from(args: argparse.Namespace) -> Settings:
 def run_service(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     logs.configure(settings.log_level, settings.log_format)
+    processes = config.positive_int("--processes", getattr(args, "processes", "1"))
+    if processes > 1:
+        return supervisor.run(settings, processes)
     jq = load_app(settings.app)
     if settings.database_url is None and jq.settings.database_url:
         # A DSN written into the application's JobQueue(...) holds unless overridden.

@@ -1,0 +1,129 @@
+"""`jobqueue worker --processes N`: N worker processes, because one Python process
+runs Python code on one core at a time (the GIL).
+
+The supervisor finds the database once (starting the embedded server if that is
+the default), migrates once, and starts the workers with the resolved settings.
+It forwards SIGINT/SIGTERM to them (a second signal too, which cuts their grace
+period short) and exits 0 when all of them did. A worker that dies on its own
+(a crash, the OOM killer) is started again; its jobs come back after their lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import structlog
+
+from jobqueue import config
+from jobqueue.config import Settings
+from jobqueue.db.migrate import migrate
+from jobqueue.db.pool import connect, resolve_dsn
+
+log = structlog.get_logger("jobqueue.supervisor")
+
+RESTART_DELAY_SECONDS = 1.0
+_PR_SET_PDEATHSIG = 1
+
+
+def run(settings: Settings, processes: int) -> int:
+    dsn, embedded = resolve_dsn(settings)
+    try:
+        if settings.migrate:
+            asyncio.run(_migrate(dsn, settings.schema))
+        return Supervisor(child_environment(settings, dsn), processes).run()
+    finally:
+        if embedded is not None:
+            embedded.stop()
+
+
+async def _migrate(dsn: str, schema: str) -> None:
+    conn = await connect(dsn)
+    try:
+        await migrate(conn, schema)
+    finally:
+        await conn.close()
+
+
+def child_environment(settings: Settings, dsn: str) -> dict[str, str]:
+    """The settings as environment variables, so that every worker runs with exactly the
+    supervisor's settings, flags included."""
+    env = dict(os.environ)
+    for f in config.env_settings():
+        value = getattr(settings, f.name)
+        name = f.metadata["env"]
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = ",".join(value) if isinstance(value, tuple) else str(value)
+    env["DATABASE_URL"] = dsn
+    return env
+
+
+class Supervisor:
+    def __init__(self, env: dict[str, str], processes: int) -> None:
+        self._env = env
+        self._processes = processes
+        self._children: list[subprocess.Popen[bytes]] = []
+        self._signals: list[int] = []
+
+    def run(self) -> int:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda signum, _: self._signals.append(signum))
+        self._children = [self._start() for _ in range(self._processes)]
+        log.info(
+            f"Started {self._processes} worker processes",
+            pids=",".join(str(c.pid) for c in self._children),
+        )
+        forwarded = 0
+        while any(c.poll() is None for c in self._children):
+            if len(self._signals) > forwarded:
+                self._forward(self._signals[forwarded])
+                forwarded += 1
+            elif not self._signals:
+                self._restart_dead()
+            time.sleep(0.05)
+        codes = [c.returncode for c in self._children]
+        log.info("All worker processes stopped", exit_codes=",".join(map(str, codes)))
+        return 0 if all(code == 0 for code in codes) else 1
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "jobqueue", "worker", "--no-migrate"],
+            env=self._env,
+            preexec_fn=_stop_with_parent(),
+        )
+
+    def _forward(self, signum: int) -> None:
+        for child in self._children:
+            if child.poll() is None:
+                child.send_signal(signum)
+
+    def _restart_dead(self) -> None:
+        for i, child in enumerate(self._children):
+            if child.poll() is not None:
+                log.warning(
+                    f"Worker process {child.pid} exited with code {child.returncode}; "
+                    f"starting another in {RESTART_DELAY_SECONDS:g}s"
+                )
+                time.sleep(RESTART_DELAY_SECONDS)
+                if not self._signals:
+                    self._children[i] = self._start()
+                    log.info(f"Started worker process {self._children[i].pid}")
+
+
+def _stop_with_parent() -> Callable[[], None]:
+    """A preexec_fn: a worker gets SIGTERM, and so shuts down gracefully, if the
+    supervisor dies without forwarding a signal (SIGKILL, a crash)."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+
+    return preexec

@@ -1,0 +1,113 @@
+"""`jobqueue worker --processes N`: N worker processes under one supervisor."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import time
+
+import asyncpg
+
+from tests.conftest import Process, Spawn
+
+
+async def fill(dsn: str, schema: str, jobs: int) -> None:
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(
+            f'CREATE TABLE IF NOT EXISTS "{schema}".ledger'
+            " (job_id bigint NOT NULL, attempt int NOT NULL, pid int NOT NULL)"
+        )
+        await conn.execute(
+            f"""INSERT INTO "{schema}".jobs (type) SELECT 'record' FROM generate_series(1, $1)""",
+            jobs,
+        )
+    finally:
+        await conn.close()
+
+
+async def ledger(dsn: str, schema: str) -> list[asyncpg.Record]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        return await conn.fetch(f'SELECT job_id, pid FROM "{schema}".ledger')
+    finally:
+        await conn.close()
+
+
+def worker_pids(supervisor: Process) -> list[int]:
+    found = re.findall(r"pids=([\d,]+)", supervisor.output)
+    assert found, supervisor.output
+    return [int(p) for p in found[-1].split(",")]
+
+
+def wait_ledger(dsn: str, schema: str, jobs: int) -> list[asyncpg.Record]:
+    deadline = time.monotonic() + 60
+    while len(rows := asyncio.run(ledger(dsn, schema))) < jobs:
+        assert time.monotonic() < deadline, f"{len(rows)} of {jobs} jobs ran"
+        time.sleep(0.2)
+    return rows
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_processes_share_the_work_and_stop_together(
+    pg_dsn: str, schema: str, env: dict[str, str], spawn: Spawn
+) -> None:
+    supervisor = spawn(["worker", "--processes", "2", "--app", "ledger_app:jq"], env)
+    supervisor.wait_for_output("Started 2 worker processes")
+    pids = worker_pids(supervisor)
+    deadline = time.monotonic() + 30
+    while supervisor.output.count("worker started") < 2:
+        assert time.monotonic() < deadline, supervisor.output
+        time.sleep(0.05)
+
+    asyncio.run(fill(pg_dsn, schema, 2000))
+    rows = wait_ledger(pg_dsn, schema, 2000)
+    assert len({r["job_id"] for r in rows}) == 2000
+    assert {r["pid"] for r in rows} == set(pids)
+
+    supervisor.popen.send_signal(signal.SIGTERM)
+    assert supervisor.popen.wait(30) == 0, supervisor.output
+    assert not any(alive(pid) for pid in pids)
+
+
+def test_a_worker_that_dies_is_replaced(
+    pg_dsn: str, schema: str, env: dict[str, str], spawn: Spawn
+) -> None:
+    supervisor = spawn(["worker", "--processes", "2", "--app", "ledger_app:jq"], env)
+    supervisor.wait_for_output("Started 2 worker processes")
+    first, second = worker_pids(supervisor)
+    deadline = time.monotonic() + 30
+    while supervisor.output.count("worker started") < 2:
+        assert time.monotonic() < deadline, supervisor.output
+        time.sleep(0.05)
+    os.kill(first, signal.SIGKILL)
+    supervisor.wait_for_output(f"Worker process {first} exited with code -9")
+    deadline = time.monotonic() + 30
+    while supervisor.output.count("worker started") < 3:
+        assert time.monotonic() < deadline, supervisor.output
+        time.sleep(0.05)
+
+    replacement = int(re.findall(r"Started worker process (\d+)", supervisor.output)[0])
+    assert alive(replacement)
+
+    asyncio.run(fill(pg_dsn, schema, 500))
+    rows = wait_ledger(pg_dsn, schema, 500)
+    assert {r["pid"] for r in rows} <= {second, replacement}
+    supervisor.popen.send_signal(signal.SIGTERM)
+    assert supervisor.popen.wait(30) == 0, supervisor.output
+
+
+def test_processes_must_be_positive(env: dict[str, str], spawn: Spawn) -> None:
+    proc = spawn(["worker", "--processes", "0"], env)
+    assert proc.popen.wait(30) == 2
+    assert "--processes must be a positive integer, got '0'" in proc.output
