@@ -7,11 +7,13 @@ import asyncio
 import dataclasses
 import json
 import os
+import runpy
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pydantic
@@ -33,6 +35,9 @@ class UsageError(Exception):
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:
+        sys.exit(run_bench(argv[1:]))
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -79,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
                 help="run N worker processes, e.g. one per core (default 1)",
             )
         cmd.set_defaults(run=run_service, roles=roles)
+
+    commands.add_parser(
+        "bench", add_help=False, help="measure throughput and latency, with peers (--help)"
+    )
 
     cmd = commands.add_parser("migrate", help="apply the schema and exit")
     add_setting_flags(cmd, DATABASE_SETTINGS)
@@ -174,6 +183,17 @@ def exit_despite_stuck_threads(code: int) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def run_bench(argv: list[str]) -> int:
+    """The benchmark lives in the source checkout's bench/, beside its peer runners."""
+    script = Path(__file__).resolve().parents[2] / "bench" / "run.py"
+    if not script.is_file():
+        print("jobqueue: error: jobqueue bench runs from a source checkout", file=sys.stderr)
+        return 2
+    bench = runpy.run_path(str(script), run_name="jobqueue_bench")
+    code: int = bench["main"](argv)
+    return code
 
 
 def run_migrate(args: argparse.Namespace) -> int:

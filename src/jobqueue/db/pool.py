@@ -24,11 +24,22 @@ def resolve_dsn(settings: Settings) -> tuple[str, EmbeddedPostgres | None]:
     return server.start(), server
 
 
+async def keep_session(conn: asyncpg.Connection) -> None:
+    """Release a connection to the pool without the default reset query.
+
+    asyncpg still rolls back an open transaction; the reset query (UNLISTEN, RESET
+    ALL, advisory unlock) would only cost a round trip per query, and our pooled
+    connections keep no such state: LISTEN has its own connection, and the
+    migration lock is released before its connection returns.
+    """
+
+
 async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
     pool: asyncpg.Pool = await asyncpg.create_pool(
         dsn,
         min_size=min_size,
         max_size=max_size,
+        reset=keep_session,
         server_settings={"application_name": "jobqueue", **KEEPALIVE_SETTINGS},
     )
     return pool

@@ -1,0 +1,142 @@
+"""The benchmark runner for jobqueue (protocol: bench/harness.py).
+
+Jobs are enqueued through the Python API (`enqueue`, `enqueue_many`) and run by the
+same Worker that `jobqueue worker` runs. One more command, `raw_copy`, times a plain
+COPY of the same rows into the same table: the floor `enqueue_bulk` is compared with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
+
+from jobqueue import logs  # noqa: E402
+from jobqueue.app import JobQueue  # noqa: E402
+from jobqueue.config import Settings  # noqa: E402
+from jobqueue.db.migrate import migrate  # noqa: E402
+from jobqueue.worker import Worker  # noqa: E402
+
+SCHEMA = "jobqueue"
+
+
+class JobqueueAdapter(harness.Adapter):
+    # WORKER_COUNT for every workload; the RSS target is stated at this setting.
+    default_concurrency = 100
+
+    def __init__(self, dsn: str) -> None:
+        super().__init__(dsn)
+        # Per-job log lines off, as for every peer: the queue is measured, not the logger.
+        self.settings = Settings(database_url=dsn, schema=SCHEMA, log_level="warning")
+
+    async def open(self) -> None:
+        logs.configure("warning")
+        self.jq = JobQueue(settings=self.settings)
+        self.conn: asyncpg.Connection = await asyncpg.connect(self.dsn)
+
+    async def close(self) -> None:
+        await self.jq.close()
+        await self.conn.close()
+
+    async def setup(self) -> None:
+        await self.conn.execute(f'DROP SCHEMA IF EXISTS "{SCHEMA}" CASCADE')
+        await migrate(self.conn, SCHEMA)
+
+    async def execute(self, statement: str) -> None:
+        await self.conn.execute(statement)
+
+    async def empty(self) -> None:
+        await self.conn.execute(f'TRUNCATE "{SCHEMA}".jobs RESTART IDENTITY')
+
+    async def enqueue_one(self, seq: int | None) -> None:
+        await self.jq.enqueue("bench", None if seq is None else {"seq": seq})
+
+    async def enqueue_batch(self, count: int) -> None:
+        await self.jq.enqueue_many("bench", [{}] * count)
+
+    async def add_history(self, count: int) -> str:
+        await self.conn.execute(
+            f"""INSERT INTO "{SCHEMA}".jobs (type, status, attempts, started_at, finished_at)
+                SELECT 'bench', 'completed', 1, now(), now() FROM generate_series(1, $1)""",
+            count,
+        )
+        return "finished jobs kept as completed rows of jobqueue.jobs"
+
+    async def has_unfinished(self) -> bool:
+        # Two index probes (pending, running): cheap enough to poll every 10 ms.
+        found: bool = await self.conn.fetchval(
+            f"""SELECT EXISTS (SELECT 1 FROM "{SCHEMA}".jobs WHERE status = 'pending')
+                    OR EXISTS (SELECT 1 FROM "{SCHEMA}".jobs WHERE status = 'running')"""
+        )
+        return found
+
+    async def counts(self) -> tuple[int, int]:
+        row = await self.conn.fetchrow(
+            f"""SELECT count(*) FILTER (WHERE status IN ('pending', 'running')),
+                       count(*) FILTER (WHERE status = 'completed')
+                FROM "{SCHEMA}".jobs"""
+        )
+        return row[0], row[1]
+
+    async def run_worker(
+        self,
+        concurrency: int | None,
+        on_job: harness.JobHook,
+        ready: Callable[[], None],
+        stop: asyncio.Event,
+    ) -> None:
+        logs.configure("warning")
+        settings = dataclasses.replace(
+            self.settings, worker_count=concurrency or self.default_concurrency
+        )
+        jq = JobQueue(settings=settings)
+
+        @jq.task("bench")
+        async def bench(payload: dict[str, Any]) -> None:
+            on_job(payload.get("seq"))
+
+        worker = Worker(await jq.pool(), jq.dsn, settings, jq.tasks)
+        await worker.start()
+        while not worker.listener.healthy:
+            await asyncio.sleep(0.01)
+        ready()
+        await stop.wait()
+        await worker.stop(asyncio.Event())
+        await jq.close()
+
+
+async def raw_copy(dsn: str, n: int, batch: int) -> dict[str, Any]:
+    """COPY the rows enqueue_many writes (type, queue, payload), batch by batch."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(f'TRUNCATE "{SCHEMA}".jobs RESTART IDENTITY')
+        rows = [("bench", "default", "{}")] * batch
+        started = time.monotonic()
+        for start in range(0, n, batch):
+            await conn.copy_records_to_table(
+                "jobs",
+                schema_name=SCHEMA,
+                columns=["type", "queue", "payload"],
+                records=rows[: min(batch, n - start)],
+            )
+        seconds = time.monotonic() - started
+    finally:
+        await conn.close()
+    return {"jobs": n, "seconds": round(seconds, 4), "rate": round(n / seconds, 2)}
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["raw_copy"]:
+        args = harness.parse_args(["enqueue_bulk", *sys.argv[2:]])
+        harness.emit(asyncio.run(raw_copy(args.dsn, args.n, args.batch)))
+        sys.exit(0)
+    harness.main(JobqueueAdapter)

@@ -1,0 +1,360 @@
+"""`jobqueue bench`: the same workload for jobqueue and its peers, in one run, on one machine.
+
+Every system has a runner script (bench/jobqueue_runner.py, bench/peers/*_runner.py) that
+speaks the protocol of bench/harness.py; this file only orchestrates: a database per
+system, the peers' virtualenvs, three runs of each workload, medians, the table and the
+JSON. It is not a test: nothing here asserts a time.
+
+    jobqueue bench                                   # jobqueue alone
+    jobqueue bench --compare pgqueuer,procrastinate  # peers measured in the same run
+    jobqueue bench --quick --json                    # a tenth of each workload, as JSON
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+
+HERE = Path(__file__).resolve().parent
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "jobqueue-bench"
+
+# Peers at the versions of ../shared/PEERS.md, each in a virtualenv of its own.
+PEERS = {
+    "pgqueuer": ["pgqueuer==1.6.0", "asyncpg>=0.29,<0.33"],
+    "procrastinate": ["procrastinate==3.10.0", "psycopg[binary]>=3.1,<4"],
+}
+
+
+@dataclass(frozen=True)
+class Workload:
+    key: str
+    command: str
+    args: tuple[str, ...]
+    result: str  # the runner output field reported
+    unit: str
+    jobqueue_only: bool = False
+
+
+def workloads(scale: float) -> list[Workload]:
+    def n(count: int) -> str:
+        return str(max(1, int(count * scale)))
+
+    return [
+        Workload("enqueue_single", "enqueue_single", ("--n", n(10_000)), "rate", "jobs/s"),
+        Workload("enqueue_bulk", "enqueue_bulk", ("--n", n(50_000), "--batch", "1000"), "rate",
+                 "jobs/s"),
+        Workload("raw_copy", "raw_copy", ("--n", n(50_000), "--batch", "1000"), "rate",
+                 "jobs/s", jobqueue_only=True),
+        Workload("drain_1proc", "drain", ("--n", n(50_000), "--processes", "1"), "rate", "jobs/s"),
+        Workload("drain_2proc", "drain", ("--n", n(50_000), "--processes", "2"), "rate", "jobs/s"),
+        Workload("cpu_1proc", "drain", ("--n", n(20_000), "--processes", "1", "--cpu-ms", "1"),
+                 "rate", "jobs/s"),
+        Workload("cpu_2proc", "drain", ("--n", n(20_000), "--processes", "2", "--cpu-ms", "1"),
+                 "rate", "jobs/s"),
+        Workload("drain_1proc_1M_history", "drain",
+                 ("--n", n(50_000), "--processes", "1", "--history", n(1_000_000)), "rate",
+                 "jobs/s"),
+        Workload("latency", "latency", ("--n", "200", "--interval-ms", "20"), "p50_ms", "ms"),
+    ]  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="jobqueue bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--compare", default="", help="peers, comma-separated: "
+                        + ", ".join(PEERS))  # fmt: skip
+    parser.add_argument("--quick", action="store_true", help="a tenth of each workload")
+    parser.add_argument("--runs", type=int, default=3, help="runs per figure (median)")
+    parser.add_argument("--only", default="", help="workload keys, comma-separated")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args(argv)
+
+    peers = [p for p in args.compare.split(",") if p]
+    unknown = [p for p in peers if p not in PEERS]
+    if unknown or args.runs < 1:
+        parser.error(f"unknown peer {unknown[0]!r}" if unknown else "--runs must be >= 1")
+    chosen = [w for w in workloads(0.1 if args.quick else 1.0)
+              if not args.only or w.key in args.only.split(",")]  # fmt: skip
+
+    dsn, server = database_url()
+    try:
+        systems = {"jobqueue": [sys.executable, str(HERE / "jobqueue_runner.py")]}
+        for peer in peers:
+            systems[peer] = [str(peer_python(peer)), str(HERE / "peers" / f"{peer}_runner.py")]
+        figures = {"machine": machine(dsn), "systems": {}}
+        for name, command in systems.items():
+            figures["systems"][name] = measure(name, command, system_dsn(dsn, name), chosen,
+                                               args.runs)  # fmt: skip
+        if not args.only or "enqueue_http" in args.only.split(","):
+            figures["systems"]["jobqueue"].update(
+                enqueue_http(system_dsn(dsn, "jobqueue"), args.runs, 0.1 if args.quick else 1)
+            )
+    finally:
+        if server is not None:
+            server.stop()
+    print(json.dumps(figures, indent=2) if args.json else table(figures))
+    return 0
+
+
+# -- the database and the peers' environments -----------------------------------------------
+
+
+def database_url() -> tuple[str, Any]:
+    """DATABASE_URL, or the embedded server (in the bench cache, not the project's data)."""
+    if os.environ.get("DATABASE_URL"):
+        return os.environ["DATABASE_URL"], None
+    from jobqueue.db.embedded import EmbeddedPostgres
+
+    server = EmbeddedPostgres(CACHE / "embedded")
+    return server.start(), server
+
+
+def system_dsn(dsn: str, system: str) -> str:
+    """A fresh database per system, so that no system measures another's tables."""
+    name = f"jqbench_{system}"
+
+    async def create() -> None:
+        conn = await asyncpg.connect(dsn)
+        try:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            await conn.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await conn.close()
+
+    asyncio.run(create())
+    parts = urlsplit(dsn)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def peer_python(peer: str) -> Path:
+    venv = CACHE / "venvs" / peer
+    python = venv / "bin" / "python"
+    stamp = venv / "installed.txt"
+    wanted = "\n".join(PEERS[peer])
+    if not stamp.exists() or stamp.read_text() != wanted:
+        progress(f"installing {', '.join(PEERS[peer])} into {venv}")
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", *PEERS[peer]],
+                       check=True)  # fmt: skip
+        stamp.write_text(wanted)
+    return python
+
+
+def machine(dsn: str) -> dict[str, Any]:
+    async def server_version() -> str:
+        conn = await asyncpg.connect(dsn)
+        try:
+            return str(await conn.fetchval("SHOW server_version"))
+        finally:
+            await conn.close()
+
+    cpu = next((line.split(":", 1)[1].strip() for line in
+                Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())  # fmt: skip
+    memory_kib = int(Path("/proc/meminfo").read_text().split()[1])
+    return {
+        "cpus": os.cpu_count(),
+        "cpu": cpu,
+        "memory_gib": round(memory_kib / 2**20, 1),
+        "python": platform.python_version(),
+        "postgresql": asyncio.run(server_version()),
+        "date": time.strftime("%Y-%m-%d"),
+    }
+
+
+# -- running the workloads --------------------------------------------------------------------
+
+
+def measure(
+    name: str, command: list[str], dsn: str, chosen: list[Workload], runs: int
+) -> dict[str, Any]:
+    run(command, "setup", dsn)
+    figures: dict[str, Any] = {}
+    for w in chosen:
+        if w.jobqueue_only and name != "jobqueue":
+            continue
+        results = []
+        for i in range(runs):
+            progress(f"{name}: {w.key} run {i + 1}/{runs}")
+            results.append(run(command, w.command, dsn, *w.args))
+        if w.command == "latency":
+            figures[w.key] = {p: median_of(results, p) for p in ("p50_ms", "p95_ms", "p99_ms")}
+        else:
+            figures[w.key] = median_of(results, w.result)
+        if w.command == "drain" and "concurrency" in results[0]:
+            figures[f"{w.key}_concurrency"] = results[0]["concurrency"]
+        if "worker_rss_mib" in results[0]:
+            figures["worker_rss_mib"] = max(
+                figures.get("worker_rss_mib", 0), *(r["worker_rss_mib"] for r in results)
+            )
+    return figures
+
+
+def median_of(results: list[dict[str, Any]], key: str) -> float:
+    return round(statistics.median(float(r[key]) for r in results), 2)
+
+
+def run(command: list[str], *args: str) -> dict[str, Any]:
+    name, dsn, rest = args[0], args[1], args[2:]
+    done = subprocess.run(
+        [*command, name, "--dsn", dsn, *rest], capture_output=True, text=True, check=False
+    )
+    lines = done.stdout.strip().splitlines()
+    result: dict[str, Any] = json.loads(lines[-1]) if lines else {}
+    if done.returncode != 0 or "error" in result:
+        raise SystemExit(
+            f"jobqueue bench: {Path(command[-1]).name} {name} failed: "
+            f"{result.get('error') or done.stderr.strip()[-2000:]}"
+        )
+    return result
+
+
+def enqueue_http(dsn: str, runs: int, scale: float) -> dict[str, Any]:
+    """`POST /jobs` from 16 concurrent clients against `jobqueue api`, and that server's CPU."""
+    import httpx
+
+    jobs, clients = max(16, int(10_000 * scale)), 16
+    rates, cpu_per_job = [], []
+    for i in range(runs):
+        progress(f"jobqueue: enqueue_http run {i + 1}/{runs}")
+        port = free_port()
+        env = {**os.environ, "DATABASE_URL": dsn, "PORT": str(port),
+               "JOBQUEUE_LOG_LEVEL": "warning", "WORKER_COUNT": str(clients)}  # fmt: skip
+        api = subprocess.Popen([sys.executable, "-m", "jobqueue", "api"], env=env)
+        try:
+            wait_http(f"http://127.0.0.1:{port}/healthz", api)
+            before = cpu_seconds(api.pid)
+            seconds = asyncio.run(post_jobs(httpx, f"http://127.0.0.1:{port}", jobs, clients))
+            cpu_per_job.append((cpu_seconds(api.pid) - before) / jobs * 1e6)
+            rates.append(jobs / seconds)
+        finally:
+            api.terminate()
+            api.wait(30)
+    return {
+        "enqueue_http": round(statistics.median(rates), 2),
+        "enqueue_http_server_cpu_us_per_job": round(statistics.median(cpu_per_job), 1),
+    }
+
+
+async def post_jobs(httpx: Any, base: str, jobs: int, clients: int) -> float:
+    async with httpx.AsyncClient(base_url=base, limits=httpx.Limits(max_connections=clients)) as c:
+
+        async def client(count: int) -> None:
+            for _ in range(count):
+                r = await c.post("/jobs", json={"type": "noop", "payload": {}})
+                r.raise_for_status()
+
+        started = time.monotonic()
+        share = [jobs // clients + (1 if i < jobs % clients else 0) for i in range(clients)]
+        await asyncio.gather(*(client(n) for n in share))
+        return time.monotonic() - started
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_http(url: str, proc: subprocess.Popen[bytes]) -> None:
+    import httpx
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.05)
+    raise SystemExit("jobqueue bench: `jobqueue api` did not start")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def progress(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+# -- the table -----------------------------------------------------------------------------------
+
+LOWER_IS_BETTER = ("latency", "worker_rss_mib", "enqueue_http_server_cpu")
+
+
+def table(figures: dict[str, Any]) -> str:
+    systems = {name: flat(f) for name, f in figures["systems"].items()}
+    names = list(systems)
+    keys = [k for k in dict.fromkeys(k for s in systems.values() for k in s)
+            if not k.endswith("_concurrency")]  # fmt: skip
+    header = ["figure", *names, *(f"jobqueue/{p}" for p in names[1:])]
+    rows = [header]
+    for key in keys:
+        values = [systems[n].get(key) for n in names]
+        if key.startswith(LOWER_IS_BETTER):
+            ratios = [ratio(v, values[0]) for v in values[1:]]
+        else:
+            ratios = [ratio(values[0], v) for v in values[1:]]
+        rows.append([label(key), *(fmt(v) for v in values), *ratios])
+    concurrency = {n: systems[n].get("drain_1proc_concurrency") for n in names}
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(header))]
+    lines = ["  ".join(str(c).rjust(w) if i else str(c).ljust(w)
+                       for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+             for r in rows]  # fmt: skip
+    m = figures["machine"]
+    lines.append("")
+    lines.append(f"machine: {m['cpus']} cpus ({m['cpu']}), {m['memory_gib']} GiB, "
+                 f"PostgreSQL {m['postgresql']}, Python {m['python']}, {m['date']}")  # fmt: skip
+    lines.append("drain concurrency: " + ", ".join(f"{n} {c}" for n, c in concurrency.items()))
+    lines.append("medians of runs; a ratio above 1 favours jobqueue (for latency, RSS and "
+                 "CPU, lower is better, so those ratios are theirs/ours)")  # fmt: skip
+    return "\n".join(lines)
+
+
+def flat(figures: dict[str, Any]) -> dict[str, Any]:
+    """{"latency": {"p50_ms": 1.2}} -> {"latency_p50_ms": 1.2}: one table row per number."""
+    out: dict[str, Any] = {}
+    for key, value in figures.items():
+        if isinstance(value, dict):
+            out.update({f"{key}_{k}": v for k, v in value.items()})
+        else:
+            out[key] = value
+    return out
+
+
+def label(key: str) -> str:
+    if key.endswith(("_ms", "_mib", "_us_per_job")):
+        return key
+    return f"{key} (jobs/s)"
+
+
+def fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.1f}" if abs(value) < 100 else f"{value:,.0f}"
+
+
+def ratio(ours: Any, theirs: Any) -> str:
+    if ours is None or theirs is None or not ours or not theirs:
+        return "-"
+    return f"{ours / theirs:.2f}x"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
