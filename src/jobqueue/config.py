@@ -171,7 +171,18 @@ class Settings:
         "JOBQUEUE_LEASE_SECONDS",
         positive_seconds,
         30.0,
-        "How long a claim holds before the job counts as abandoned.",
+        "How long a claim holds without a heartbeat before the job counts as abandoned "
+        "and is rescued. Workers renew it every third of this. Shorter rescues a dead "
+        "worker's jobs sooner; too short, and a worker stalled for that long (a long GC "
+        "pause, a stopped VM) loses its jobs to another worker.",
+    )
+    rescue_interval: float = setting(
+        "JOBQUEUE_RESCUE_INTERVAL",
+        positive_seconds,
+        5.0,
+        "How often the maintenance leader looks for expired leases. A job whose worker "
+        "died is back in the queue within lease + this. Shorter costs one indexed query "
+        "per interval.",
     )
     queues: tuple[str, ...] = setting(
         "JOBQUEUE_QUEUES",

@@ -42,13 +42,22 @@ class Queries:
     enqueue_many: str
     fail: str
     get_job: str
+    heartbeat: str
+    leader_elect: str
+    leader_resign: str
     list_jobs: str
     migrations_applied: str
     migrations_create: str
     migrations_record: str
     ping: str
     release: str
+    rescue: str
     schema_create: str
+    worker_heartbeat: str
+    worker_register: str
+    worker_unregister: str
+    workers_list: str
+    workers_prune: str
 
     @property
     def channel(self) -> str:

@@ -63,6 +63,9 @@ class Executor:
     def running(self) -> int:
         return len(self._running)
 
+    def running_jobs(self) -> list[ClaimedJob]:
+        return [job for job, _ in self._running.values()]
+
     def start(self, job: ClaimedJob) -> None:
         self._running[job.id] = (job, asyncio.create_task(self._run(job)))
 

@@ -8,6 +8,7 @@ what is left and hand it back without counting the attempt; write every outcome.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import uuid
@@ -19,8 +20,10 @@ import structlog
 from jobqueue.app import Task
 from jobqueue.config import Settings
 from jobqueue.db.sql import queries
+from jobqueue.maintenance import Maintenance
 from jobqueue.worker.completer import Completer
 from jobqueue.worker.executor import Executor
+from jobqueue.worker.heartbeat import Heartbeat
 from jobqueue.worker.listener import Listener
 from jobqueue.worker.producer import Producer
 from jobqueue.worker.retry import FixedDelay
@@ -69,13 +72,32 @@ class Worker:
             poll_interval=settings.poll_interval,
         )
         self.listener = Listener(dsn, q.channel, self.producer.wake)
+        self.heartbeat = Heartbeat(
+            pool,
+            q,
+            self.id,
+            self.executor.running_jobs,
+            lease_seconds=settings.lease_seconds,
+            queues=queue_names,
+            slots=settings.worker_count,
+        )
+        self.maintenance = Maintenance(
+            pool,
+            q,
+            self.id,
+            lease_seconds=settings.lease_seconds,
+            interval=settings.rescue_interval,
+        )
         self._settings = settings
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
+        await self.heartbeat.register()
         self._tasks = [
             asyncio.create_task(self.completer.run(), name="completer"),
             asyncio.create_task(self.listener.run(), name="listener"),
+            asyncio.create_task(self.heartbeat.run(), name="heartbeat"),
+            asyncio.create_task(self.maintenance.run(), name="maintenance"),
             asyncio.create_task(self.producer.run(), name="producer"),
         ]
         log.info(
@@ -88,7 +110,7 @@ class Worker:
     async def stop(self, force: asyncio.Event) -> None:
         """Graceful stop; setting ``force`` cuts the grace period short."""
         self.producer.stop()
-        completer_task, listener_task, producer_task = self._tasks
+        *services, producer_task = self._tasks
         await producer_task
         if self.executor.running:
             log.info(
@@ -99,10 +121,13 @@ class Worker:
         cancelled = await self.executor.cancel_all()
         if cancelled:
             log.warning(f"Handed back {cancelled} unfinished job(s) to the queue")
+        # Heartbeats go on until every outcome is written: a job must not expire meanwhile.
         await self.completer.close(FINAL_FLUSH_SECONDS)
-        for task in (completer_task, listener_task):
+        for task in services:
             task.cancel()
-        await asyncio.gather(completer_task, listener_task, return_exceptions=True)
+        await asyncio.gather(*services, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await self.heartbeat.unregister()
         self.executor.shutdown_threads()
         log.info(
             "worker stopped",

@@ -1,0 +1,1 @@
+UPDATE {schema}.workers SET heartbeat_at = now() WHERE id = $1

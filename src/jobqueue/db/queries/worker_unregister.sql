@@ -1,0 +1,1 @@
+DELETE FROM {schema}.workers WHERE id = $1

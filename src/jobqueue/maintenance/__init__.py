@@ -1,0 +1,5 @@
+"""Services that one process at a time runs for everyone: the elected leader's work."""
+
+from jobqueue.maintenance.leader import Maintenance
+
+__all__ = ["Maintenance"]

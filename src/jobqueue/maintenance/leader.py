@@ -1,0 +1,78 @@
+"""Leader election by a renewed lease row, and the leader's periodic work.
+
+Every worker process runs a Maintenance. Each interval it claims or renews the
+leader row for three intervals; the process that holds it runs the rescuer. A
+leader that dies or freezes stops renewing, and another process takes over within
+three intervals. Two processes that both believe they lead for a moment do no harm:
+rescuing is idempotent (it only touches expired leases, under SKIP LOCKED).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import asyncpg
+import structlog
+
+from jobqueue.db.pool import is_unavailable
+from jobqueue.db.sql import Queries
+from jobqueue.maintenance.rescuer import Rescuer
+
+log = structlog.get_logger("jobqueue.maintenance")
+
+ROLE = "maintenance"
+TERM_INTERVALS = 3
+
+
+class Maintenance:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        queries: Queries,
+        worker_id: str,
+        *,
+        lease_seconds: float,
+        interval: float,
+    ) -> None:
+        self._pool = pool
+        self._q = queries
+        self._id = worker_id
+        self._interval = interval
+        self.rescuer = Rescuer(pool, queries, lease_seconds=lease_seconds)
+        self.is_leader = False
+
+    async def run(self) -> None:
+        try:
+            while True:
+                await self.run_once()
+                await asyncio.sleep(self._interval)
+        finally:
+            if self.is_leader:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self.resign())
+
+    async def run_once(self) -> None:
+        try:
+            leading = await self._pool.fetchval(
+                self._q.leader_elect, ROLE, self._id, self._interval * TERM_INTERVALS
+            )
+            if bool(leading) != self.is_leader:
+                self.is_leader = bool(leading)
+                log.info(
+                    "This process is now the maintenance leader"
+                    if self.is_leader
+                    else "Another process leads maintenance now"
+                )
+            if self.is_leader:
+                await self.rescuer.run_once()
+        except Exception as exc:
+            if not is_unavailable(exc):
+                log.exception("maintenance failed")
+            else:
+                log.warning("database unavailable; maintenance skipped", error=str(exc))
+
+    async def resign(self) -> None:
+        """Hand the lead over at once on a clean stop, instead of after it expires."""
+        await self._pool.execute(self._q.leader_resign, ROLE, self._id)
+        self.is_leader = False

@@ -1,0 +1,92 @@
+"""Keeps this worker's claims alive: one statement renews the lease of every job it
+runs, and its row in the workers table says it is alive.
+
+A worker that dies, or freezes, stops renewing; its jobs' leases run out and the
+rescuer hands them to another worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import Callable
+
+import asyncpg
+import structlog
+
+from jobqueue.db.pool import is_unavailable
+from jobqueue.db.sql import Queries
+from jobqueue.worker.claimed import ClaimedJob
+
+log = structlog.get_logger("jobqueue.heartbeat")
+
+
+class Heartbeat:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        queries: Queries,
+        worker_id: str,
+        running_jobs: Callable[[], list[ClaimedJob]],
+        *,
+        lease_seconds: float,
+        queues: tuple[str, ...],
+        slots: int,
+    ) -> None:
+        self._pool = pool
+        self._q = queries
+        self._worker_id = worker_id
+        self._running_jobs = running_jobs
+        self._lease_seconds = lease_seconds
+        self._queues = queues
+        self._slots = slots
+        # A third of the lease: two beats can be lost before a live worker's jobs expire.
+        self.interval = lease_seconds / 3
+
+    async def register(self) -> None:
+        await self._pool.execute(
+            self._q.worker_register,
+            self._worker_id,
+            socket.gethostname(),
+            os.getpid(),
+            list(self._queues),
+            self._slots,
+        )
+
+    async def unregister(self) -> None:
+        await self._pool.execute(self._q.worker_unregister, self._worker_id)
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            try:
+                await self.beat()
+            except Exception as exc:
+                if not is_unavailable(exc):
+                    log.exception("heartbeat failed")
+                else:
+                    log.warning("database unavailable; heartbeat missed", error=str(exc))
+
+    async def beat(self) -> None:
+        jobs = self._running_jobs()
+        async with self._pool.acquire() as conn:
+            await conn.execute(self._q.worker_heartbeat, self._worker_id)
+            if not jobs:
+                return
+            renewed = await conn.fetch(
+                self._q.heartbeat,
+                [j.id for j in jobs],
+                [j.attempt for j in jobs],
+                self._worker_id,
+                self._lease_seconds,
+            )
+        if len(renewed) < len(jobs):
+            kept = {r["id"] for r in renewed}
+            for job in jobs:
+                if job.id not in kept:
+                    log.warning(
+                        f"Lease of job {job.id} attempt {job.attempt} not renewed: "
+                        "the job was taken from this worker",
+                        job_id=job.id,
+                    )
