@@ -90,3 +90,45 @@ def test_a_job_whose_worker_dies_on_its_last_attempt_ends_failed(
         "worker lost (lease expired)",
     )
     assert survivor.stop() == 0
+
+
+def test_running_workers_are_listed(
+    settings: Settings, fast_leases: dict[str, str], spawn: Spawn
+) -> None:
+    import json
+    import subprocess
+    import sys
+
+    import httpx
+
+    server = spawn(["serve"], fast_leases)
+    server.wait_for_output("Serving HTTP")
+    job = enqueue(settings, "sleep", {"seconds": 30})
+    server.wait_for_output(f"Processing job {job.id}")
+    listed = httpx.get(f"http://127.0.0.1:{fast_leases['PORT']}/workers").json()
+    assert len(listed) == 1
+    assert (listed[0]["pid"], listed[0]["queues"], listed[0]["running"], listed[0]["slots"]) == (
+        server.popen.pid,
+        ["default"],
+        1,
+        5,
+    )
+    cli = subprocess.run(
+        [sys.executable, "-m", "jobqueue", "workers", "--json"],
+        env=fast_leases,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert [w["id"] for w in json.loads(cli.stdout)] == [listed[0]["id"]]
+    server.popen.send_signal(signal.SIGINT)
+    server.popen.send_signal(signal.SIGINT)
+    assert server.popen.wait(30) == 0
+    after = subprocess.run(
+        [sys.executable, "-m", "jobqueue", "workers"],
+        env=fast_leases,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert after.stdout == "no workers\n"

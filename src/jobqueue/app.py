@@ -12,6 +12,7 @@ job = jq.enqueue_sync("send_email", {"to": "a@b.c"})   # from sync code
 from __future__ import annotations
 
 import asyncio
+import builtins
 import dataclasses
 import functools
 import inspect
@@ -29,7 +30,7 @@ from jobqueue.db.embedded import EmbeddedPostgres
 from jobqueue.db.migrate import migrate
 from jobqueue.db.pool import create_pool, resolve_dsn
 from jobqueue.db.sql import Queries, queries
-from jobqueue.job import Job, JobStatus, NewJob
+from jobqueue.job import Job, JobStatus, NewJob, WorkerInfo
 
 Handler = Callable[..., Any]
 F = TypeVar("F", bound=Handler)
@@ -269,6 +270,11 @@ class JobQueue:
             self.queries.list_jobs, status, type, queue, after, limit
         )
         return [Job.from_record(r) for r in records]
+
+    async def workers(self) -> builtins.list[WorkerInfo]:
+        """Worker processes that have announced themselves, oldest first."""
+        records = await (await self.pool()).fetch(self.queries.workers_list)
+        return [WorkerInfo.model_validate(dict(r.items())) for r in records]
 
     # -- the sync API ------------------------------------------------------------
 

@@ -104,6 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_output_flags(cmd)
     cmd.set_defaults(run=run_enqueue)
 
+    cmd = commands.add_parser("workers", help="list the worker processes")
+    add_output_flags(cmd)
+    cmd.set_defaults(run=run_workers)
+
     jobs = commands.add_parser("jobs", help="inspect jobs").add_subparsers(
         dest="jobs_command", required=True, metavar="COMMAND"
     )
@@ -274,6 +278,22 @@ def run_jobs_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_workers(args: argparse.Namespace) -> int:
+    jq = client(args)
+    workers = with_jobqueue(jq, lambda: jq.workers())
+    if args.json:
+        print(json.dumps([w.model_dump(mode="json") for w in workers]))
+        return 0
+    rows = [("ID", "HOST", "PID", "QUEUES", "RUNNING", "LAST HEARTBEAT")]
+    rows += [
+        (w.id, w.host, str(w.pid), ",".join(w.queues), f"{w.running}/{w.slots}",
+         w.heartbeat_at.strftime("%Y-%m-%d %H:%M:%S"))
+        for w in workers
+    ]  # fmt: skip
+    print_rows(rows) if workers else print("no workers")
+    return 0
+
+
 # -- helpers ----------------------------------------------------------------------
 
 
@@ -314,6 +334,10 @@ def print_table(jobs: list[Job]) -> None:
                 (j.last_error or "")[:50],
             )
         )
+    print_rows(rows)
+
+
+def print_rows(rows: Sequence[Sequence[str]]) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())

@@ -129,3 +129,16 @@ class NewJob(BaseModel):
         if self.run_at is not None and self.delay_seconds is not None:
             raise ValueError("give run_at or delay_seconds, not both")
         return self
+
+
+class WorkerInfo(BaseModel):
+    """A worker process, as its heartbeat row shows it."""
+
+    id: str
+    host: str
+    pid: int
+    queues: list[str]
+    slots: int
+    running: int
+    started_at: datetime
+    heartbeat_at: datetime

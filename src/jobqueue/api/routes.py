@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jobqueue.api.errors import UNAVAILABLE, field_error
 from jobqueue.app import JobQueue
-from jobqueue.job import Job, JobStatus, NewJob
+from jobqueue.job import Job, JobStatus, NewJob, WorkerInfo
 
 router = APIRouter()
 
@@ -165,6 +165,13 @@ async def list_jobs(
         status=status, type=type, queue=queue, after=after, limit=limit
     )
     return JobList(jobs=jobs, next_after=jobs[-1].id if len(jobs) == limit else None)
+
+
+@router.get("/workers", response_model=list[WorkerInfo], summary="Worker processes")
+async def list_workers(request: Request) -> list[WorkerInfo]:
+    """Every worker process with a recent heartbeat: host, pid, queues, slots and how many
+    jobs it runs now."""
+    return await jobqueue(request).workers()
 
 
 @router.get("/healthz", response_model=Health, summary="Is the process alive?")
