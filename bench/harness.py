@@ -8,7 +8,24 @@ and loads this file by path::
 
 A runner subclasses :class:`Adapter` with the library-specific part (schema, enqueue, history,
 progress queries, the worker) and ends with ``harness.main(MyAdapter)``. The harness owns every
-clock and every measurement, so all systems are timed by the same code.
+clock and every measurement, so all systems are timed by the same code. In outline (see
+bench/peers/pgqueuer_runner.py for a whole one)::
+
+    class MyAdapter(harness.Adapter):
+        default_concurrency = 10
+
+        async def open(self) -> None:
+            self.connection = await asyncpg.connect(self.dsn)
+
+        async def enqueue_one(self, seq: int | None) -> None: ...
+        # ... the other hooks ...
+
+        async def run_worker(self, concurrency, on_job, ready, stop) -> None:
+            # start the library's worker whose handler calls on_job(seq) first; call ready()
+            # once it listens; await stop.wait(); shut the worker down gracefully
+
+    if __name__ == "__main__":
+        harness.main(MyAdapter)
 
 Protocol: ``PYTHON RUNNER COMMAND --dsn DSN [options]``. The last stdout line is one JSON
 object; exit 0 on success, else exit 1 with ``{"error": "..."}``. Diagnostics go to stderr
@@ -20,7 +37,8 @@ object; exit 0 on success, else exit 1 with ``{"error": "..."}``. Diagnostics go
   when the adapter sets :attr:`Adapter.bulk_note`
 - ``drain --n N [--processes 1] [--concurrency C] [--cpu-ms X] [--history H]``: empty, H
   finished jobs, N pending ones, ANALYZE, then P worker processes ->
-  ``{"jobs", "seconds", "rate", "processes", "concurrency", "worker_rss_mib"}`` (+ ``"note"``)
+  ``{"jobs", "seconds", "rate", "processes", "concurrency", "worker_rss_mib",
+  "first_start_spread_s"}`` (+ ``"note"`` on where the history went)
 - ``latency [--n 200] [--interval-ms 20] [--concurrency C]`` ->
   ``{"p50_ms", "p95_ms", "p99_ms", "jobs", "worker_rss_mib", "concurrency", "percentiles"}``
 - ``worker --marks PATH [--concurrency C] [--cpu-ms X]``: internal, started by the runner.

@@ -18,13 +18,13 @@ from typing import Any
 import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import harness  # noqa: E402
+import harness
 
-from jobqueue import logs  # noqa: E402
-from jobqueue.app import JobQueue  # noqa: E402
-from jobqueue.config import Settings  # noqa: E402
-from jobqueue.db.migrate import migrate  # noqa: E402
-from jobqueue.worker import Worker  # noqa: E402
+from jobqueue import logs
+from jobqueue.app import JobQueue
+from jobqueue.config import Settings
+from jobqueue.db.migrate import migrate
+from jobqueue.worker import Worker
 
 SCHEMA = "jobqueue"
 
@@ -106,8 +106,7 @@ class JobqueueAdapter(harness.Adapter):
 
         worker = Worker(await jq.pool(), jq.dsn, settings, jq.tasks)
         await worker.start()
-        while not worker.listener.healthy:
-            await asyncio.sleep(0.01)
+        await worker.listener.listening.wait()
         ready()
         await stop.wait()
         await worker.stop(asyncio.Event())

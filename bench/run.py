@@ -357,4 +357,3 @@ def ratio(ours: Any, theirs: Any) -> str:
 
 if __name__ == "__main__":
     sys.exit(main())
-

@@ -22,7 +22,11 @@ class Listener:
         self._dsn = dsn
         self._channel = channel
         self._on_queue = on_queue  # called with the queue named, or None: "check all"
-        self.healthy = False
+        self.listening = asyncio.Event()  # set while LISTEN is in place
+
+    @property
+    def healthy(self) -> bool:
+        return self.listening.is_set()
 
     async def run(self) -> None:
         backoff = 0.1
@@ -35,7 +39,7 @@ class Listener:
                 await conn.add_listener(self._channel, self._notified)
                 if backoff > 0.1:
                     log.info("listener reconnected; wake-ups by NOTIFY again")
-                self.healthy = True
+                self.listening.set()
                 backoff = 0.1
                 self._on_queue(None)  # a job may have arrived while we were away
                 await lost.wait()
@@ -45,7 +49,7 @@ class Listener:
             except Exception as exc:
                 log.warning("listener cannot connect; polling meanwhile", error=str(exc))
             finally:
-                self.healthy = False
+                self.listening.clear()
                 if conn is not None and not conn.is_closed():
                     conn.terminate()
             await asyncio.sleep(backoff)
