@@ -30,8 +30,9 @@ SCHEMA = "jobqueue"
 
 
 class JobqueueAdapter(harness.Adapter):
-    # WORKER_COUNT for every workload; the RSS target is stated at this setting.
-    default_concurrency = 100
+    # WORKER_COUNT for every workload. Claims take at most 500 jobs, so at 1000 one
+    # batch runs while the next is claimed; the peak RSS reported is at this setting.
+    default_concurrency = 1000
 
     def __init__(self, dsn: str) -> None:
         super().__init__(dsn)
