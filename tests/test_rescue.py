@@ -14,6 +14,8 @@ from jobqueue.config import Settings
 from tests.conftest import Spawn
 from tests.test_shutdown import enqueue, get
 
+pytestmark = pytest.mark.faults
+
 LEASE = 1.5
 INTERVAL = 0.3
 # The bound the rescuer promises: the lease, then up to a leader's term (three

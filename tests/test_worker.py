@@ -273,3 +273,92 @@ def test_task_registration_rejects_duplicates() -> None:
     with pytest.raises(ValueError, match="already registered"):
         jq.task("dup")(lambda payload: None)
     assert isinstance(jq.tasks["dup"], Task)
+
+
+async def test_sync_handlers_get_payload_and_context(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    seen: list[tuple[dict[str, Any], JobContext]] = []
+    plain: list[dict[str, Any]] = []
+
+    @jq.task("sync_ctx")
+    def sync_ctx(payload: dict[str, Any], ctx: JobContext) -> None:
+        seen.append((payload, ctx))
+
+    @jq.task("sync_plain")
+    def sync_plain(payload: dict[str, Any]) -> None:
+        plain.append(payload)
+
+    a = await jq.enqueue("sync_ctx", {"n": 1})
+    b = await jq.enqueue("sync_plain", {"n": 2})
+    await start_worker()
+    assert (await wait_final(jq, a.id)).status == JobStatus.COMPLETED
+    assert (await wait_final(jq, b.id)).status == JobStatus.COMPLETED
+    assert seen == [({"n": 1}, JobContext(a.id, "sync_ctx", "default", 1, 3))]
+    assert plain == [{"n": 2}]
+
+
+async def test_an_attempt_past_its_timeout_fails_and_is_retried(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    attempts: list[int] = []
+
+    @jq.task("slow_then_fast", timeout=0.3)
+    async def slow_then_fast(payload: dict[str, Any], ctx: JobContext) -> None:
+        attempts.append(ctx.attempt)
+        if ctx.attempt == 1:
+            await asyncio.sleep(60)
+
+    @jq.task("own_timeout_error")
+    async def own_timeout_error(payload: dict[str, Any]) -> None:
+        raise TimeoutError("upstream timed out")
+
+    job = await jq.enqueue("slow_then_fast")
+    other = await jq.enqueue("own_timeout_error", max_attempts=1)
+    await start_worker(retry_delay=0)
+    done = await wait_final(jq, job.id)
+    assert (done.status, done.attempts) == (JobStatus.COMPLETED, 2)
+    assert attempts == [1, 2]
+    assert (await wait_final(jq, other.id)).last_error == "TimeoutError: upstream timed out"
+
+
+async def test_default_timeout_applies_to_sync_handlers_too(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    @jq.task("sync_stuck")
+    def sync_stuck(payload: dict[str, Any]) -> None:
+        time.sleep(1.5)
+
+    job = await jq.enqueue("sync_stuck", max_attempts=1)
+    await start_worker(job_timeout=0.2)
+    done = await wait_final(jq, job.id)
+    assert (done.status, done.last_error) == (JobStatus.FAILED, "job exceeded its timeout of 0.2s")
+
+
+def test_task_timeout_must_be_positive() -> None:
+    jq = JobQueue(dsn="postgresql://unused")
+    with pytest.raises(ValueError, match="timeout must be a positive number"):
+        jq.task("t", timeout=0)
+
+
+async def test_isolated_sync_handlers_run_in_a_child_process(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    from tests.apps import poison_app
+
+    jq.tasks["isolated_ok"] = poison_app.jq.tasks["isolated_ok"]
+    ok = await jq.enqueue("isolated_ok", {})
+    bad = await jq.enqueue("isolated_ok", {"fail": "missing"}, max_attempts=1)
+    await start_worker()
+    assert (await wait_final(jq, ok.id)).status == JobStatus.COMPLETED
+    failed = await wait_final(jq, bad.id)
+    assert (failed.status, failed.last_error) == (JobStatus.FAILED, "KeyError: 'missing'")
+
+
+def test_isolation_is_for_sync_handlers() -> None:
+    jq = JobQueue(dsn="postgresql://unused")
+    with pytest.raises(ValueError, match="isolated=True is for sync handlers"):
+
+        @jq.task("a", isolated=True)
+        async def a(payload: dict[str, Any]) -> None:
+            pass

@@ -33,6 +33,11 @@ from jobqueue.db.sql import Queries, queries
 from jobqueue.job import Job, JobStatus, NewJob, WorkerInfo
 
 Handler = Callable[..., Any]
+
+# Connections per process. Handlers never use them: a worker needs four at once
+# (producer, completer, heartbeat, maintenance), whatever its WORKER_COUNT, and the
+# rest serve concurrent HTTP requests; more would mostly queue inside PostgreSQL.
+POOL_SIZE = 16
 F = TypeVar("F", bound=Handler)
 T = TypeVar("T")
 
@@ -46,6 +51,8 @@ class Task:
     queue: str | None = None
     max_attempts: int | None = None
     priority: int | None = None
+    timeout: float | None = None
+    isolated: bool = False
 
     @functools.cached_property
     def is_async(self) -> bool:
@@ -98,14 +105,26 @@ class JobQueue:
         queue: str | None = None,
         max_attempts: int | None = None,
         priority: int | None = None,
+        timeout: float | None = None,
+        isolated: bool = False,
     ) -> Callable[[F], F]:
-        """Register the decorated function (sync or async) as the handler of ``type``."""
+        """Register the decorated function (sync or async) as the handler of ``type``.
+
+        ``timeout``: seconds an attempt may run (default JOBQUEUE_JOB_TIMEOUT, else none).
+        ``isolated``: run each attempt of this sync handler in a child process, so that a
+        timeout or shutdown can kill it (see jobqueue.worker.isolation for the cost).
+        """
         spec = NewJob(type=type, queue=queue, max_attempts=max_attempts, priority=priority)
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
 
         def register(fn: F) -> F:
             if spec.type in self.tasks:
                 raise ValueError(f"a handler for job type {spec.type!r} is already registered")
-            self.tasks[spec.type] = Task(spec.type, fn, queue, max_attempts, priority)
+            task = Task(spec.type, fn, queue, max_attempts, priority, timeout, isolated)
+            if isolated and task.is_async:
+                raise ValueError("isolated=True is for sync handlers; async ones are cancelled")
+            self.tasks[spec.type] = task
             return fn
 
         return register
@@ -133,7 +152,7 @@ class JobQueue:
         pool = self._pools.get(loop)
         if pool is None:
             dsn = self.dsn if self._dsn is not None else await asyncio.to_thread(lambda: self.dsn)
-            pool = await create_pool(dsn, max_size=max(10, self.settings.worker_count + 2))
+            pool = await create_pool(dsn, max_size=POOL_SIZE)
             self._pools[loop] = pool
         return pool
 

@@ -61,6 +61,12 @@ def non_negative_seconds(name: str, raw: str) -> float:
     return value
 
 
+def optional_seconds(name: str, raw: str) -> float | None:
+    if raw.strip().lower() in ("", "none", "0"):
+        return None
+    return positive_seconds(name, raw)
+
+
 IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,50}$")
 
 
@@ -166,6 +172,15 @@ class Settings:
         "Grace period for running jobs after SIGTERM; what is still running then is "
         "cancelled and handed back without counting the attempt. Keep it below your "
         "supervisor's kill timeout.",
+    )
+    job_timeout: float | None = setting(
+        "JOBQUEUE_JOB_TIMEOUT",
+        optional_seconds,
+        None,
+        "Longest an attempt may run unless its task sets `timeout=`; then an async handler "
+        "is cancelled and the attempt fails (and is retried if attempts are left). Unset: "
+        "no limit. A sync handler cannot be stopped inside its thread: its attempt fails "
+        "at the timeout, but the thread runs on until the function returns.",
     )
     lease_seconds: float = setting(
         "JOBQUEUE_LEASE_SECONDS",

@@ -22,7 +22,6 @@ import uvicorn
 
 from jobqueue.api import create_app
 from jobqueue.app import JobQueue
-from jobqueue.db.pool import create_pool
 from jobqueue.worker import Worker
 
 log = structlog.get_logger("jobqueue.server")
@@ -88,8 +87,7 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
 
     sock = listen_socket(settings.host, settings.port) if roles.api else None
     dsn = jq.dsn
-    pool = await create_pool(dsn, max_size=settings.worker_count + 5)
-    jq._pools[asyncio.get_running_loop()] = pool
+    pool = await jq.pool()
     try:
         if settings.migrate:
             await jq.migrate()
@@ -127,8 +125,7 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
             http.force_exit = force.is_set()
             await http_task
     finally:
-        jq._pools.pop(asyncio.get_running_loop(), None)
-        await pool.close()
+        await jq.close()
         if sock is not None:
             sock.close()
     log.info("Stopped")

@@ -1,5 +1,6 @@
 """An application whose handler records every (job id, attempt) it runs in a ledger table."""
 
+import asyncio
 import os
 from typing import Any
 
@@ -29,3 +30,10 @@ async def record(payload: dict[str, Any], ctx: JobContext) -> None:
         ctx.attempt,
         os.getpid(),
     )
+
+
+@jq.task("record_slow")
+async def record_slow(payload: dict[str, Any], ctx: JobContext) -> None:
+    """Records its attempt, then works for payload["ms"] milliseconds."""
+    await record(payload, ctx)
+    await asyncio.sleep(payload["ms"] / 1000)

@@ -77,14 +77,13 @@ def jobqueue(request: Request) -> JobQueue:
         503: {"description": "Database unavailable"},
     },
 )
-async def create_job(request: Request, response: Response, new: Annotated[NewJob, Body()]) -> Job:
+async def create_job(request: Request, new: Annotated[NewJob, Body()]) -> Response:
     jq = jobqueue(request)
     problems = check(request, new, ["body"])
     if problems:
         raise HTTPException(problems_status(problems), detail=problems)
     job = await jq.enqueue_job(new)
-    response.headers["Location"] = f"/jobs/{job.id}"
-    return job
+    return job_response(job, 201, {"Location": f"/jobs/{job.id}"})
 
 
 @router.post(
@@ -142,11 +141,17 @@ def problems_status(problems: list[dict[str, object]]) -> int:
 
 
 @router.get("/jobs/{id}", response_model=Job, summary="Get a job", responses={404: {}})
-async def get_job(request: Request, id: JobId) -> Job:
+async def get_job(request: Request, id: JobId) -> Response:
     job = await jobqueue(request).get(id)
     if job is None:
         raise HTTPException(404, detail=f"job {id} not found")
-    return job
+    return job_response(job)
+
+
+def job_response(job: Job, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    # The job was validated when it was built: serialise it once, without FastAPI
+    # validating it again against the response model.
+    return Response(job.model_dump_json(), status, headers, media_type="application/json")
 
 
 @router.get("/jobs", response_model=JobList, summary="List jobs, newest first")

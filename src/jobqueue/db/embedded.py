@@ -78,12 +78,19 @@ class _Runner:
 
 class EmbeddedPostgres:
     def __init__(
-        self, data_dir: str | os.PathLike[str], *, _isolation: Literal["auto", "nobody"] = "auto"
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        port: int | None = None,
+        _isolation: Literal["auto", "nobody"] = "auto",
     ) -> None:
+        """``port``: listen there instead of on a free port (so that clients keep their
+        DSN across a restart)."""
         self._data_dir = Path(data_dir).absolute()
         self._pgdata = self._data_dir / "pgdata"
         self._log = self._data_dir / "postgres.log"
         self._isolation = _isolation
+        self._fixed_port = port
         self._port: int | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._owner_pid = 0
@@ -234,7 +241,7 @@ class EmbeddedPostgres:
         scratch.rename(self._pgdata)
 
     def _launch(self, runner: _Runner, deadline: float) -> int:
-        port, offset = _free_port(), _size(self._log)
+        port, offset = self._fixed_port or _free_port(), _size(self._log)
         postgres = runner.command(
             "postgres", "-D", str(self._pgdata), "-p", str(port),
             "-c", "listen_addresses=127.0.0.1",

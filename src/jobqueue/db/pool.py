@@ -45,9 +45,9 @@ async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asy
     return pool
 
 
-async def connect(dsn: str) -> asyncpg.Connection:
+async def connect(dsn: str, application_name: str = "jobqueue") -> asyncpg.Connection:
     conn: asyncpg.Connection = await asyncpg.connect(
-        dsn, server_settings={"application_name": "jobqueue", **KEEPALIVE_SETTINGS}
+        dsn, server_settings={"application_name": application_name, **KEEPALIVE_SETTINGS}
     )
     return conn
 

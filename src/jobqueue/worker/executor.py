@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +19,7 @@ from jobqueue import logs
 from jobqueue.app import Task
 from jobqueue.worker.claimed import ClaimedJob
 from jobqueue.worker.completer import Completer
+from jobqueue.worker.isolation import IsolatedFailure, run_isolated
 from jobqueue.worker.retry import FixedDelay
 
 log = structlog.get_logger("jobqueue.executor")
@@ -28,6 +28,10 @@ MAX_ERROR_CHARS = 4000
 
 
 class UnknownJobType(Exception):
+    pass
+
+
+class JobTimeout(Exception):
     pass
 
 
@@ -40,6 +44,7 @@ class Executor:
         retry: FixedDelay,
         on_slot_freed: Callable[[], None],
         on_retry_scheduled: Callable[[float], None],
+        default_timeout: float | None = None,
     ) -> None:
         self._tasks = tasks
         self._slots = slots
@@ -47,13 +52,12 @@ class Executor:
         self._retry = retry
         self._on_slot_freed = on_slot_freed
         self._on_retry_scheduled = on_retry_scheduled
+        self._default_timeout = default_timeout
         # One thread per slot, so sync handlers never wait for each other.
         self._threads = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="jobqueue-handler")
         self._running: dict[int, tuple[ClaimedJob, asyncio.Task[None]]] = {}
         self._log = log.bind()
         self._log_jobs = logs.enabled("info")
-        self._lock = threading.Lock()
-        self._in_threads = 0
 
     @property
     def free_slots(self) -> int:
@@ -106,35 +110,35 @@ class Executor:
         if task is None:
             raise UnknownJobType(f"no handler for type {job.type}")
         args = (job.payload, job.context()) if task.takes_context else (job.payload,)
-        if task.is_async:
-            await task.fn(*args)
-            return
-        context = contextvars.copy_context()
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            self._in_threads += 1
-        await loop.run_in_executor(
-            self._threads, context.run, self._call_sync, task.fn, job.payload
-        )
-
-    def _call_sync(self, fn: Callable[[Any], Any], payload: Any) -> None:
+        timeout = task.timeout if task.timeout is not None else self._default_timeout
+        deadline = asyncio.timeout(timeout)
         try:
-            fn(payload)
-        finally:
-            with self._lock:
-                self._in_threads -= 1
+            async with deadline:
+                if task.is_async:
+                    await task.fn(*args)
+                elif task.isolated:
+                    await run_isolated(task.fn, args)
+                else:
+                    await self._in_thread(task.fn, args)
+        except TimeoutError:
+            if deadline.expired():  # ours, not a TimeoutError the handler raised
+                raise JobTimeout(f"job exceeded its timeout of {timeout:g}s") from None
+            raise
+
+    async def _in_thread(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        context = contextvars.copy_context()
+        await asyncio.get_running_loop().run_in_executor(self._threads, context.run, fn, *args)
 
     def _failed(self, job: ClaimedJob, exc: Exception) -> None:
-        error = (str(exc) if isinstance(exc, UnknownJobType) else f"{type(exc).__name__}: {exc}")[
-            :MAX_ERROR_CHARS
-        ]
+        plain = isinstance(exc, UnknownJobType | JobTimeout | IsolatedFailure)
+        error = (str(exc) if plain else f"{type(exc).__name__}: {exc}")[:MAX_ERROR_CHARS]
         delay = self._retry.delay(job.attempt) if job.attempts_left else None
         log.warning(
             f"Job {job.id} failed on attempt {job.attempt}",
             job_id=job.id,
             error=error,
             retry_in_seconds=delay,
-            exc_info=None if isinstance(exc, UnknownJobType) else exc,
+            exc_info=None if plain else exc,
         )
         self._completer.fail(job, error, delay)
         if delay is not None:
@@ -167,12 +171,6 @@ class Executor:
             self._completer.release(job)
         self._running.clear()
         return len(running)
-
-    @property
-    def busy_threads(self) -> int:
-        """Sync handlers still running in threads (a thread cannot be killed)."""
-        with self._lock:
-            return self._in_threads
 
     def shutdown_threads(self) -> None:
         self._threads.shutdown(wait=False, cancel_futures=True)

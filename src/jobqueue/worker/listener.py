@@ -34,7 +34,7 @@ class Listener:
             lost = asyncio.Event()
             conn: asyncpg.Connection | None = None
             try:
-                conn = await connect(self._dsn)
+                conn = await connect(self._dsn, "jobqueue-listener")
                 conn.add_termination_listener(lambda _, lost=lost: lost.set())
                 await conn.add_listener(self._channel, self._notified)
                 if backoff > 0.1:

@@ -61,6 +61,7 @@ class Worker:
             FixedDelay(settings.retry_delay),
             on_slot_freed=lambda: self.producer.wake(),
             on_retry_scheduled=lambda delay: self.producer.wake_after(delay),
+            default_timeout=settings.job_timeout,
         )
         self.producer = Producer(
             pool,
