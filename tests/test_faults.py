@@ -306,3 +306,26 @@ def test_poison_jobs_end_failed_and_healthy_jobs_complete(
     supervisor.popen.send_signal(signal.SIGTERM)
     assert supervisor.popen.wait(30) == 0
     assert others.stop() == 0
+
+
+def test_a_process_started_during_an_outage_waits_for_the_database(
+    tmp_path: Path, spawn: Spawn
+) -> None:
+    from jobqueue.db.embedded import EmbeddedPostgres
+    from tests.conftest import free_port
+
+    server = EmbeddedPostgres(tmp_path / "pg", port=free_port())
+    dsn = server.start()
+    server.stop()
+    port = free_port()
+    env = {**os.environ, "DATABASE_URL": dsn, "PORT": str(port)}
+    try:
+        serve = spawn(["serve"], env)
+        serve.wait_for_output("Database unavailable; retrying in")
+        server.start()
+        serve.wait_http(f"http://127.0.0.1:{port}", timeout=30)
+        r = httpx.post(f"http://127.0.0.1:{port}/jobs", json={"type": "noop"})
+        assert r.status_code == 201
+        assert serve.stop() == 0
+    finally:
+        server.stop()

@@ -161,11 +161,19 @@ class JobQueue:
         async with (await self.pool()).acquire() as conn:
             return await migrate(conn, self.settings.schema)
 
+    async def close_pool(self, *, terminate: bool = False) -> None:
+        """Close this event loop's pool; the next use opens a new one. ``terminate``
+        drops the connections at once (the database is gone: nothing to say goodbye to).
+        """
+        pool = self._pools.pop(asyncio.get_running_loop(), None)
+        if pool is not None and terminate:
+            pool.terminate()
+        elif pool is not None:
+            await pool.close()
+
     async def close(self) -> None:
         """Close this loop's pool (and the sync API's), and stop an embedded server we own."""
-        pool = self._pools.pop(asyncio.get_running_loop(), None)
-        if pool is not None:
-            await pool.close()
+        await self.close_pool()
         self._close_sync_loop()
         if not self._pools and self._embedded is not None:
             await asyncio.to_thread(self._embedded.stop)

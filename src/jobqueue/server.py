@@ -22,6 +22,7 @@ import uvicorn
 
 from jobqueue.api import create_app
 from jobqueue.app import JobQueue
+from jobqueue.db.pool import is_unavailable
 from jobqueue.worker import Worker
 
 log = structlog.get_logger("jobqueue.server")
@@ -90,10 +91,10 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
 
     sock = listen_socket(settings.host, settings.port) if roles.api else None
     dsn = jq.dsn
+    if not await wait_for_database(jq, stop):
+        return 0  # stopped before the database could be reached
     pool = await jq.pool()
     try:
-        if settings.migrate:
-            await jq.migrate()
         worker = Worker(pool, dsn, settings, jq.tasks) if roles.worker else None
         if worker is not None:
             await worker.start()
@@ -133,6 +134,27 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
             sock.close()
     log.info("Stopped")
     return 0
+
+
+async def wait_for_database(jq: JobQueue, stop: asyncio.Event) -> bool:
+    """Connect (and migrate), retrying while the database is unreachable: a process
+    started during an outage waits for it instead of exiting. False if stopped first."""
+    backoff = 0.5
+    while not stop.is_set():
+        try:
+            await jq.pool()
+            if jq.settings.migrate:
+                await jq.migrate()
+            return True
+        except Exception as exc:
+            if not is_unavailable(exc):
+                raise
+            await jq.close_pool(terminate=True)
+            log.warning(f"Database unavailable; retrying in {backoff:g}s", error=str(exc))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), backoff)
+            backoff = min(backoff * 2, 5.0)
+    return False
 
 
 def install_signal_handlers(stop: asyncio.Event, force: asyncio.Event) -> None:
