@@ -8,6 +8,7 @@ import time
 import asyncpg
 import pytest
 
+from tests.apps.ledger_app import create_ledger
 from tests.conftest import Spawn
 
 JOBS = 5000
@@ -22,10 +23,7 @@ def test_5000_jobs_across_4_worker_processes_each_run_exactly_once(
     async def fill() -> None:
         conn = await asyncpg.connect(pg_dsn)
         try:
-            await conn.execute(
-                f'CREATE TABLE "{schema}".ledger'
-                " (job_id bigint NOT NULL, attempt int NOT NULL, pid int NOT NULL)"
-            )
+            await create_ledger(conn, schema)
             await conn.execute(
                 f"""INSERT INTO "{schema}".jobs (type, payload)
                     SELECT 'record', jsonb_build_object('n', n) FROM generate_series(1, $1) n""",

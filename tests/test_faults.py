@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from jobqueue.config import Settings
+from tests.apps.ledger_app import create_ledger
 from tests.conftest import Process, Spawn
 
 pytestmark = pytest.mark.faults
@@ -47,10 +48,7 @@ def test_kill_9_loop_loses_no_job_and_runs_no_attempt_twice(
     async def fill() -> None:
         conn = await asyncpg.connect(pg_dsn)
         try:
-            await conn.execute(
-                f'CREATE TABLE "{schema}".ledger'
-                " (job_id bigint NOT NULL, attempt int NOT NULL, pid int NOT NULL)"
-            )
+            await create_ledger(conn, schema)
             await conn.executemany(
                 f"""INSERT INTO "{schema}".jobs (type, payload, max_attempts)
                     VALUES ('record_slow', jsonb_build_object('ms', $1::int), 25)""",
@@ -329,3 +327,61 @@ def test_a_process_started_during_an_outage_waits_for_the_database(
         assert serve.stop() == 0
     finally:
         server.stop()
+
+
+def test_graceful_then_forced_with_50_jobs_in_flight(
+    pg_dsn: str, schema: str, env: dict[str, str], spawn: Spawn
+) -> None:
+    env.update(JOBQUEUE_APP="jobqueue.demo:jq", WORKER_COUNT="50")
+
+    async def fill(seconds: list[float]) -> None:
+        conn = await asyncpg.connect(pg_dsn)
+        try:
+            await conn.executemany(
+                f"""INSERT INTO "{schema}".jobs (type, payload)
+                    VALUES ('sleep', jsonb_build_object('seconds', $1::float8))""",
+                [(s,) for s in seconds],
+            )
+        finally:
+            await conn.close()
+
+    async def jobs() -> list[asyncpg.Record]:
+        conn = await asyncpg.connect(pg_dsn)
+        try:
+            return await conn.fetch(
+                f"""SELECT id, status, attempts, (payload->>'seconds')::float8 AS seconds
+                    FROM "{schema}".jobs ORDER BY id"""
+            )
+        finally:
+            await conn.close()
+
+    # Graceful: 25 short jobs finish within the 3 s grace; 25 long ones are handed back.
+    worker = spawn(["worker", "--shutdown-timeout", "3"], env, name="graceful")
+    worker.wait_for_output("worker started")
+    asyncio.run(fill([1.0] * 25 + [60.0] * 25))
+    deadline = time.monotonic() + 20
+    while worker.output.count("Processing job") < 50:
+        assert time.monotonic() < deadline, worker.output[-2000:]
+        time.sleep(0.05)
+    worker.popen.send_signal(signal.SIGTERM)
+    assert worker.popen.wait(30) == 0
+    rows = asyncio.run(jobs())
+    assert {(r["status"], r["attempts"]) for r in rows if r["seconds"] == 1.0} == {("completed", 1)}
+    assert {(r["status"], r["attempts"]) for r in rows if r["seconds"] == 60.0} == {("pending", 0)}
+
+    # Forced: a second SIGTERM ends the grace period at once; nothing is lost.
+    forced = spawn(["worker", "--shutdown-timeout", "60"], env, name="forced")
+    deadline = time.monotonic() + 20
+    while forced.output.count("Processing job") < 25:
+        assert time.monotonic() < deadline, forced.output[-2000:]
+        time.sleep(0.05)
+    forced.popen.send_signal(signal.SIGTERM)
+    forced.wait_for_output("Shutting down: waiting up to 60s")
+    second = time.monotonic()
+    forced.popen.send_signal(signal.SIGTERM)
+    assert forced.popen.wait(30) == 0
+    took = time.monotonic() - second
+    assert took < 5, took  # not the 60 s grace period
+    rows = asyncio.run(jobs())
+    assert {(r["status"], r["attempts"]) for r in rows if r["seconds"] == 60.0} == {("pending", 0)}
+    print(f"\nforced stop: exited {took:.2f}s after the second SIGTERM, 25 jobs handed back")

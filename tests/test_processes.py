@@ -10,16 +10,14 @@ import time
 
 import asyncpg
 
+from tests.apps.ledger_app import create_ledger
 from tests.conftest import Process, Spawn
 
 
 async def fill(dsn: str, schema: str, jobs: int) -> None:
     conn = await asyncpg.connect(dsn)
     try:
-        await conn.execute(
-            f'CREATE TABLE IF NOT EXISTS "{schema}".ledger'
-            " (job_id bigint NOT NULL, attempt int NOT NULL, pid int NOT NULL)"
-        )
+        await create_ledger(conn, schema)
         await conn.execute(
             f"""INSERT INTO "{schema}".jobs (type) SELECT 'record' FROM generate_series(1, $1)""",
             jobs,

@@ -9,6 +9,15 @@ import asyncpg
 from jobqueue import JobContext, JobQueue
 
 jq = JobQueue()
+
+# The table the handlers write, created by the tests in their schema.
+LEDGER_TABLE = "(job_id bigint NOT NULL, attempt int NOT NULL, pid int NOT NULL)"
+
+
+async def create_ledger(conn: asyncpg.Connection, schema: str) -> None:
+    await conn.execute(f'CREATE TABLE IF NOT EXISTS "{schema}".ledger {LEDGER_TABLE}')
+
+
 _pools: dict[str, asyncpg.Pool] = {}
 
 

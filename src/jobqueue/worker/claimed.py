@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,3 +35,12 @@ class ClaimedJob:
     @property
     def attempts_left(self) -> bool:
         return self.attempt < self.max_attempts
+
+
+def fenced_out(jobs: Sequence[ClaimedJob], changed: Sequence[Any]) -> list[ClaimedJob]:
+    """The jobs a fenced write did not change (``changed``: the rows it returned, each
+    with an ``id``): they were taken from this worker meanwhile."""
+    if len(changed) == len(jobs):
+        return []
+    ids = {row["id"] for row in changed}
+    return [job for job in jobs if job.id not in ids]

@@ -16,7 +16,7 @@ import structlog
 
 from jobqueue.db.pool import is_unavailable
 from jobqueue.db.sql import Queries
-from jobqueue.worker.claimed import ClaimedJob
+from jobqueue.worker.claimed import ClaimedJob, fenced_out
 
 log = structlog.get_logger("jobqueue.completer")
 
@@ -135,17 +135,13 @@ class Completer:
         self, conn: asyncpg.Connection, sql: str, jobs: list[ClaimedJob], what: str, *args: object
     ) -> None:
         rows = await conn.fetch(sql, *args, self._worker_id)
-        if len(rows) == len(jobs):
-            return
-        accepted = {r["id"] for r in rows}
-        for job in jobs:
-            if job.id not in accepted:
-                log.warning(
-                    f"Stale {what} of job {job.id} attempt {job.attempt} rejected: "
-                    "the job is no longer held by this attempt",
-                    job_id=job.id,
-                    attempt=job.attempt,
-                )
+        for job in fenced_out(jobs, rows):
+            log.warning(
+                f"Stale {what} of job {job.id} attempt {job.attempt} rejected: "
+                "the job is no longer held by this attempt",
+                job_id=job.id,
+                attempt=job.attempt,
+            )
 
     async def close(self, timeout: float) -> bool:
         """Write everything still buffered; False if the database stayed out of reach."""

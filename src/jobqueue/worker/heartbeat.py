@@ -17,7 +17,7 @@ import structlog
 
 from jobqueue.db.pool import is_unavailable
 from jobqueue.db.sql import Queries
-from jobqueue.worker.claimed import ClaimedJob
+from jobqueue.worker.claimed import ClaimedJob, fenced_out
 
 log = structlog.get_logger("jobqueue.heartbeat")
 
@@ -81,12 +81,9 @@ class Heartbeat:
                 self._worker_id,
                 self._lease_seconds,
             )
-        if len(renewed) < len(jobs):
-            kept = {r["id"] for r in renewed}
-            for job in jobs:
-                if job.id not in kept:
-                    log.warning(
-                        f"Lease of job {job.id} attempt {job.attempt} not renewed: "
-                        "the job was taken from this worker",
-                        job_id=job.id,
-                    )
+        for job in fenced_out(jobs, renewed):
+            log.warning(
+                f"Lease of job {job.id} attempt {job.attempt} not renewed: "
+                "the job was taken from this worker",
+                job_id=job.id,
+            )
