@@ -13,6 +13,7 @@ import pytest
 from jobqueue import demo
 from jobqueue.api import create_app
 from jobqueue.app import JobQueue
+from jobqueue.config import Settings
 
 pytestmark = pytest.mark.anyio
 
@@ -275,3 +276,23 @@ async def test_request_body_over_the_limit_is_refused_unread(
     assert r.status_code == 413
     assert "JOBQUEUE_MAX_REQUEST_BYTES" in r.json()["detail"][0]["msg"]
     assert await count_jobs(db, schema) == 0
+
+
+async def test_a_query_stuck_behind_a_lock_is_cancelled_and_answered_503(
+    settings: Settings, db: asyncpg.Connection, schema: str
+) -> None:
+    jq = JobQueue(settings=dataclasses.replace(settings, statement_timeout=0.3))
+    app = create_app(jq)
+    try:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://test"
+        ) as c:
+            assert (await c.get("/jobs")).status_code == 200
+            async with db.transaction():
+                await db.execute(f'LOCK TABLE "{schema}".jobs IN ACCESS EXCLUSIVE MODE')
+                stuck = await c.get("/jobs")
+            assert stuck.status_code == 503
+            assert stuck.json() == {"detail": "database unavailable; retry later"}
+            assert (await c.get("/jobs")).status_code == 200
+    finally:
+        await jq.close()

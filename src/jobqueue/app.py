@@ -28,7 +28,7 @@ from jobqueue import config
 from jobqueue.config import Settings
 from jobqueue.db.embedded import EmbeddedPostgres
 from jobqueue.db.migrate import migrate
-from jobqueue.db.pool import create_pool, resolve_dsn
+from jobqueue.db.pool import connect, create_pool, resolve_dsn
 from jobqueue.db.sql import Queries, queries
 from jobqueue.job import Job, JobStatus, NewJob, WorkerInfo
 
@@ -151,15 +151,25 @@ class JobQueue:
         loop = asyncio.get_running_loop()
         pool = self._pools.get(loop)
         if pool is None:
-            dsn = self.dsn if self._dsn is not None else await asyncio.to_thread(lambda: self.dsn)
-            pool = await create_pool(dsn, max_size=POOL_SIZE)
+            dsn = await self._resolved_dsn()
+            pool = await create_pool(
+                dsn, max_size=POOL_SIZE, statement_timeout=self.settings.statement_timeout
+            )
             self._pools[loop] = pool
         return pool
 
+    async def _resolved_dsn(self) -> str:
+        # Starting the embedded server blocks for up to a second: not on the event loop.
+        return self._dsn if self._dsn is not None else await asyncio.to_thread(lambda: self.dsn)
+
     async def migrate(self) -> list[int]:
         """Apply the schema; returns the migration versions applied now."""
-        async with (await self.pool()).acquire() as conn:
+        # A connection of its own: a migration may outlast the pool's statement timeout.
+        conn = await connect(await self._resolved_dsn())
+        try:
             return await migrate(conn, self.settings.schema)
+        finally:
+            await conn.close()
 
     async def close_pool(self, *, terminate: bool = False) -> None:
         """Close this event loop's pool; the next use opens a new one. ``terminate``

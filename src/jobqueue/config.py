@@ -182,6 +182,15 @@ class Settings:
         "no limit. A sync handler cannot be stopped inside its thread: its attempt fails "
         "at the timeout, but the thread runs on until the function returns.",
     )
+    statement_timeout: float = setting(
+        "JOBQUEUE_STATEMENT_TIMEOUT",
+        positive_seconds,
+        30.0,
+        "Longest a query of the service may run (migrations excepted); then it is "
+        "cancelled and retried like an outage, or answered 503. Its queries take "
+        "milliseconds: lower notices a stuck server sooner, but a very large listing "
+        "may need more.",
+    )
     lease_seconds: float = setting(
         "JOBQUEUE_LEASE_SECONDS",
         positive_seconds,

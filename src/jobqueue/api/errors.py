@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 
 UNAVAILABLE: tuple[type[Exception], ...] = (
     OSError,
+    asyncpg.QueryCanceledError,
     TimeoutError,
     asyncpg.PostgresConnectionError,
     asyncpg.InterfaceError,

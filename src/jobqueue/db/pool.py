@@ -34,13 +34,21 @@ async def keep_session(conn: asyncpg.Connection) -> None:
     """
 
 
-async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
+async def create_pool(
+    dsn: str, *, min_size: int = 1, max_size: int = 10, statement_timeout: float = 30.0
+) -> asyncpg.Pool:
     pool: asyncpg.Pool = await asyncpg.create_pool(
         dsn,
         min_size=min_size,
         max_size=max_size,
         reset=keep_session,
-        server_settings={"application_name": "jobqueue", **KEEPALIVE_SETTINGS},
+        server_settings={
+            "application_name": "jobqueue",
+            # Every query of the runtime takes milliseconds; one stuck behind a lock or
+            # a sick server fails after this instead of holding a worker or a request.
+            "statement_timeout": f"{int(statement_timeout * 1000)}ms",
+            **KEEPALIVE_SETTINGS,
+        },
     )
     return pool
 
@@ -56,6 +64,7 @@ def is_unavailable(exc: BaseException) -> bool:
     """True for errors that mean the database cannot be reached right now (retry later)."""
     unavailable: tuple[type[BaseException], ...] = (
         OSError,
+        asyncpg.QueryCanceledError,  # statement_timeout: the server is too slow to answer
         TimeoutError,
         asyncpg.PostgresConnectionError,
         asyncpg.InterfaceError,
