@@ -318,13 +318,17 @@ def test_a_process_started_during_an_outage_waits_for_the_database(
     port = free_port()
     env = {**os.environ, "DATABASE_URL": dsn, "PORT": str(port)}
     try:
-        serve = spawn(["serve"], env)
+        serve = spawn(["serve"], env, name="serve")
+        workers = spawn(["worker", "--processes", "2"], env, name="workers")
         serve.wait_for_output("Database unavailable; retrying in")
+        workers.wait_for_output("Database unavailable; retrying in")
         server.start()
         serve.wait_http(f"http://127.0.0.1:{port}", timeout=30)
+        workers.wait_for_output("Started 2 worker processes", timeout=30)
         r = httpx.post(f"http://127.0.0.1:{port}/jobs", json={"type": "noop"})
         assert r.status_code == 201
         assert serve.stop() == 0
+        assert workers.stop() == 0
     finally:
         server.stop()
 

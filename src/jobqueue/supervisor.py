@@ -24,7 +24,7 @@ import structlog
 from jobqueue import config
 from jobqueue.config import Settings
 from jobqueue.db.migrate import migrate
-from jobqueue.db.pool import connect, resolve_dsn
+from jobqueue.db.pool import connect, is_unavailable, resolve_dsn
 
 log = structlog.get_logger("jobqueue.supervisor")
 
@@ -36,11 +36,27 @@ def run(settings: Settings, processes: int) -> int:
     dsn, embedded = resolve_dsn(settings)
     try:
         if settings.migrate:
-            asyncio.run(_migrate(dsn, settings.schema))
+            migrate_when_reachable(dsn, settings.schema)
         return Supervisor(child_environment(settings, dsn), processes).run()
     finally:
         if embedded is not None:
             embedded.stop()
+
+
+def migrate_when_reachable(dsn: str, schema: str) -> None:
+    """Migrate, waiting out a database outage as every worker does (a signal meanwhile
+    ends the supervisor, with nothing started yet)."""
+    backoff = 0.5
+    while True:
+        try:
+            asyncio.run(_migrate(dsn, schema))
+            return
+        except Exception as exc:
+            if not is_unavailable(exc):
+                raise
+            log.warning(f"Database unavailable; retrying in {backoff:g}s", error=str(exc))
+            time.sleep(backoff)
+            backoff = min(backoff * 2, 5.0)
 
 
 async def _migrate(dsn: str, schema: str) -> None:
