@@ -111,19 +111,25 @@ class Executor:
             raise UnknownJobType(f"no handler for type {job.type}")
         args = (job.payload, job.context()) if task.takes_context else (job.payload,)
         timeout = task.timeout if task.timeout is not None else self._default_timeout
+        if timeout is None:  # the common case, on the hot path: no timeout context
+            await self._call(task, args)
+            return
         deadline = asyncio.timeout(timeout)
         try:
             async with deadline:
-                if task.is_async:
-                    await task.fn(*args)
-                elif task.isolated:
-                    await run_isolated(task.fn, args)
-                else:
-                    await self._in_thread(task.fn, args)
+                await self._call(task, args)
         except TimeoutError:
             if deadline.expired():  # ours, not a TimeoutError the handler raised
                 raise JobTimeout(f"job exceeded its timeout of {timeout:g}s") from None
             raise
+
+    async def _call(self, task: Task, args: tuple[Any, ...]) -> None:
+        if task.is_async:
+            await task.fn(*args)
+        elif task.isolated:
+            await run_isolated(task.fn, args)
+        else:
+            await self._in_thread(task.fn, args)
 
     async def _in_thread(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         context = contextvars.copy_context()
