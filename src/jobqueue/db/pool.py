@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import asyncpg
 
 from jobqueue.config import Settings
@@ -74,3 +76,13 @@ def is_unavailable(exc: BaseException) -> bool:
         asyncpg.TooManyConnectionsError,
     )
     return isinstance(exc, unavailable)
+
+
+def log_failure(log: Any, exc: BaseException, failed: str, meanwhile: str) -> None:
+    """Log a failed database step from inside its ``except`` block. An outage is expected
+    and retried, so it gets one warning line; anything else is a bug and gets its
+    traceback."""
+    if is_unavailable(exc):
+        log.warning(f"database unavailable; {meanwhile}", error=str(exc))
+    else:
+        log.exception(failed)

@@ -15,7 +15,7 @@ import contextlib
 import asyncpg
 import structlog
 
-from jobqueue.db.pool import is_unavailable
+from jobqueue.db.pool import log_failure
 from jobqueue.db.sql import Queries
 from jobqueue.maintenance.rescuer import Rescuer
 
@@ -67,10 +67,7 @@ class Maintenance:
             if self.is_leader:
                 await self.rescuer.run_once()
         except Exception as exc:
-            if not is_unavailable(exc):
-                log.exception("maintenance failed")
-            else:
-                log.warning("database unavailable; maintenance skipped", error=str(exc))
+            log_failure(log, exc, "maintenance failed", "maintenance skipped")
 
     async def resign(self) -> None:
         """Hand the lead over at once on a clean stop, instead of after it expires."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import asyncpg
 import structlog
 
-from jobqueue.db.pool import is_unavailable
+from jobqueue.db.pool import log_failure
 from jobqueue.db.sql import Queries
 from jobqueue.worker.claimed import ClaimedJob, fenced_out
 
@@ -77,10 +77,9 @@ class Completer:
                 await self.flush()
                 backoff = 0.05
             except Exception as exc:
-                if not is_unavailable(exc):
-                    log.exception("writing job outcomes failed; retrying")
-                else:
-                    log.warning("database unavailable; job outcomes kept for retry", error=str(exc))
+                log_failure(
+                    log, exc, "writing job outcomes failed; retrying", "job outcomes kept for retry"
+                )
                 self._pending.set()
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 2.0)

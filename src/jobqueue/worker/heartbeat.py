@@ -15,7 +15,7 @@ from collections.abc import Callable
 import asyncpg
 import structlog
 
-from jobqueue.db.pool import is_unavailable
+from jobqueue.db.pool import log_failure
 from jobqueue.db.sql import Queries
 from jobqueue.worker.claimed import ClaimedJob, fenced_out
 
@@ -63,10 +63,7 @@ class Heartbeat:
             try:
                 await self.beat()
             except Exception as exc:
-                if not is_unavailable(exc):
-                    log.exception("heartbeat failed")
-                else:
-                    log.warning("database unavailable; heartbeat missed", error=str(exc))
+                log_failure(log, exc, "heartbeat failed", "heartbeat missed")
 
     async def beat(self) -> None:
         jobs = self._running_jobs()

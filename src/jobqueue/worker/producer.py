@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import asyncpg
 import structlog
 
-from jobqueue.db.pool import is_unavailable
+from jobqueue.db.pool import log_failure
 from jobqueue.db.sql import Queries
 from jobqueue.worker.claimed import ClaimedJob
 from jobqueue.worker.executor import Executor
@@ -77,10 +77,7 @@ class Producer:
                         continue  # a queue filled every slot asked: there may be more
                     backoff = 0.1
                 except Exception as exc:
-                    if not is_unavailable(exc):
-                        log.exception("claiming jobs failed")
-                    else:
-                        log.warning("database unavailable; claiming paused", error=str(exc))
+                    log_failure(log, exc, "claiming jobs failed", "claiming paused")
                     await asyncio.sleep(backoff)
                     backoff = min(backoff * 2, 5.0)
                     continue
