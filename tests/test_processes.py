@@ -109,3 +109,13 @@ def test_processes_must_be_positive(env: dict[str, str], spawn: Spawn) -> None:
     proc = spawn(["worker", "--processes", "0"], env)
     assert proc.popen.wait(30) == 2
     assert "--processes must be a positive integer, got '0'" in proc.output
+
+
+def test_a_stop_while_the_workers_are_still_starting_is_clean(
+    env: dict[str, str], spawn: Spawn
+) -> None:
+    supervisor = spawn(["worker", "--processes", "2"], env)
+    supervisor.wait_for_output("Started 2 worker processes")
+    supervisor.popen.send_signal(signal.SIGTERM)  # before they install their handlers
+    assert supervisor.popen.wait(30) == 0, supervisor.output
+    assert "exit_codes=" in supervisor.output

@@ -107,7 +107,10 @@ class Supervisor:
             time.sleep(0.05)
         codes = [c.returncode for c in self._children]
         log.info("All worker processes stopped", exit_codes=",".join(map(str, codes)))
-        return 0 if all(code == 0 for code in codes) else 1
+        # A worker signalled while still starting dies by the signal itself, before its
+        # handlers exist; it had claimed nothing, so that is a clean stop too.
+        clean = {0, *(-signum for signum in self._signals)}
+        return 0 if all(code in clean for code in codes) else 1
 
     def _start(self) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
