@@ -1,8 +1,10 @@
 """The benchmark runner for jobqueue (protocol: bench/harness.py).
 
 Jobs are enqueued through the Python API (`enqueue`, `enqueue_many`) and run by the
-same Worker that `jobqueue worker` runs. One more command, `raw_copy`, times a plain
-COPY of the same rows into the same table: the floor `enqueue_bulk` is compared with.
+same Worker that `jobqueue worker` runs. Two more commands time the database alone, on
+the same table: `raw_copy`, a plain COPY of the rows `enqueue_bulk` writes, and
+`raw_insert`, a bare loop of one-row INSERTs, the ceiling of `enqueue_single` (each
+is one commit, so one WAL flush, and the disk sets the pace).
 """
 
 from __future__ import annotations
@@ -119,6 +121,7 @@ async def raw_copy(dsn: str, n: int, batch: int) -> dict[str, Any]:
     conn = await asyncpg.connect(dsn)
     try:
         await conn.execute(f'TRUNCATE "{SCHEMA}".jobs RESTART IDENTITY')
+        await conn.execute("CHECKPOINT")
         rows = [("bench", "default", "{}")] * batch
         started = time.monotonic()
         for start in range(0, n, batch):
@@ -134,9 +137,31 @@ async def raw_copy(dsn: str, n: int, batch: int) -> dict[str, Any]:
     return {"jobs": n, "seconds": round(seconds, 4), "rate": round(n / seconds, 2)}
 
 
+async def raw_insert(dsn: str, n: int) -> dict[str, Any]:
+    """One prepared one-row INSERT per job, each its own transaction, one after another."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(f'TRUNCATE "{SCHEMA}".jobs RESTART IDENTITY')
+        await conn.execute("CHECKPOINT")
+        insert = await conn.prepare(
+            f'INSERT INTO "{SCHEMA}".jobs (type, queue, payload) VALUES ($1, $2, $3) RETURNING id'
+        )
+        started = time.monotonic()
+        for _ in range(n):
+            await insert.fetchval("bench", "default", "{}")
+        seconds = time.monotonic() - started
+    finally:
+        await conn.close()
+    return {"jobs": n, "seconds": round(seconds, 4), "rate": round(n / seconds, 2)}
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["raw_copy"]:
         args = harness.parse_args(["enqueue_bulk", *sys.argv[2:]])
         harness.emit(asyncio.run(raw_copy(args.dsn, args.n, args.batch)))
+        sys.exit(0)
+    if sys.argv[1:2] == ["raw_insert"]:
+        args = harness.parse_args(["enqueue_single", *sys.argv[2:]])
+        harness.emit(asyncio.run(raw_insert(args.dsn, args.n)))
         sys.exit(0)
     harness.main(JobqueueAdapter)

@@ -54,6 +54,8 @@ def workloads(scale: float) -> list[Workload]:
 
     return [
         Workload("enqueue_single", "enqueue_single", ("--n", n(10_000)), "rate", "jobs/s"),
+        Workload("raw_insert", "raw_insert", ("--n", n(10_000)), "rate", "jobs/s",
+                 jobqueue_only=True),
         Workload("enqueue_bulk", "enqueue_bulk", ("--n", n(50_000), "--batch", "1000"), "rate",
                  "jobs/s"),
         Workload("raw_copy", "raw_copy", ("--n", n(50_000), "--batch", "1000"), "rate",
@@ -68,6 +70,10 @@ def workloads(scale: float) -> list[Workload]:
                  ("--n", n(50_000), "--processes", "1", "--history", n(1_000_000)), "rate",
                  "jobs/s"),
         Workload("latency", "latency", ("--n", "200", "--interval-ms", "20"), "p50_ms", "ms"),
+        # Memory at the same setting for every system: 100 jobs at a time.
+        Workload("worker_rss_mib", "drain",
+                 ("--n", n(20_000), "--processes", "1", "--concurrency", "100"),
+                 "worker_rss_mib", "MiB"),
     ]  # fmt: skip
 
 
@@ -93,13 +99,11 @@ def main(argv: list[str] | None = None) -> int:
         systems = {"jobqueue": [sys.executable, str(HERE / "jobqueue_runner.py")]}
         for peer in peers:
             systems[peer] = [str(peer_python(peer)), str(HERE / "peers" / f"{peer}_runner.py")]
-        figures = {"machine": machine(dsn), "systems": {}}
-        for name, command in systems.items():
-            figures["systems"][name] = measure(name, command, system_dsn(dsn, name), chosen,
-                                               args.runs)  # fmt: skip
+        dsns = {name: system_dsn(dsn, name) for name in systems}
+        figures = {"machine": machine(dsn)} | measure(systems, dsns, chosen, args.runs)
         if not args.only or "enqueue_http" in args.only.split(","):
             figures["systems"]["jobqueue"].update(
-                enqueue_http(system_dsn(dsn, "jobqueue"), args.runs, 0.1 if args.quick else 1)
+                enqueue_http(dsns["jobqueue"], args.runs, 0.1 if args.quick else 1)
             )
     finally:
         if server is not None:
@@ -178,28 +182,40 @@ def machine(dsn: str) -> dict[str, Any]:
 
 
 def measure(
-    name: str, command: list[str], dsn: str, chosen: list[Workload], runs: int
+    systems: dict[str, list[str]], dsns: dict[str, str], chosen: list[Workload], runs: int
 ) -> dict[str, Any]:
-    run(command, "setup", dsn)
-    figures: dict[str, Any] = {}
+    """Run i of a workload runs every system before run i + 1 starts, in an order that
+    rotates, so that a noisy minute on a shared machine hits every system alike."""
+    for name, command in systems.items():
+        run(command, "setup", dsns[name])
+    figures: dict[str, dict[str, Any]] = {name: {} for name in systems}
+    per_run: dict[str, dict[str, list[Any]]] = {name: {} for name in systems}
     for w in chosen:
-        if w.jobqueue_only and name != "jobqueue":
-            continue
-        results = []
+        names = [n for n in systems if n == "jobqueue" or not w.jobqueue_only]
+        results: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
         for i in range(runs):
-            progress(f"{name}: {w.key} run {i + 1}/{runs}")
-            results.append(run(command, w.command, dsn, *w.args))
-        if w.command == "latency":
-            figures[w.key] = {p: median_of(results, p) for p in ("p50_ms", "p95_ms", "p99_ms")}
-        else:
-            figures[w.key] = median_of(results, w.result)
-        if w.command == "drain" and "concurrency" in results[0]:
-            figures[f"{w.key}_concurrency"] = results[0]["concurrency"]
-        if "worker_rss_mib" in results[0]:
-            figures["worker_rss_mib"] = max(
-                figures.get("worker_rss_mib", 0), *(r["worker_rss_mib"] for r in results)
-            )
-    return figures
+            for name in names[i % len(names) :] + names[: i % len(names)]:
+                progress(f"{name}: {w.key} run {i + 1}/{runs}")
+                results[name].append(run(systems[name], w.command, dsns[name], *w.args))
+        for name, done in results.items():
+            summarize(figures[name], w, done)
+            per_run[name][w.key] = [r[w.result] for r in done]
+    return {"systems": figures, "runs": per_run}
+
+
+def summarize(figures: dict[str, Any], w: Workload, results: list[dict[str, Any]]) -> None:
+    if w.key == "worker_rss_mib":
+        figures[w.key] = max(r["worker_rss_mib"] for r in results)  # a peak, not a median
+        return
+    if w.command == "latency":
+        figures[w.key] = {p: median_of(results, p) for p in ("p50_ms", "p95_ms", "p99_ms")}
+    else:
+        figures[w.key] = median_of(results, w.result)
+    if w.command == "drain" and "concurrency" in results[0]:
+        figures[f"{w.key}_concurrency"] = results[0]["concurrency"]
+        figures["drain_rss_mib"] = max(
+            figures.get("drain_rss_mib", 0), *(r["worker_rss_mib"] for r in results)
+        )
 
 
 def median_of(results: list[dict[str, Any]], key: str) -> float:
@@ -312,7 +328,7 @@ def progress(message: str) -> None:
 
 # -- the table -----------------------------------------------------------------------------------
 
-LOWER_IS_BETTER = ("latency", "worker_rss_mib", "enqueue_http_server_cpu")
+LOWER_IS_BETTER = ("latency", "worker_rss_mib", "drain_rss_mib", "enqueue_http_server_cpu")
 
 
 def table(figures: dict[str, Any]) -> str:
@@ -339,6 +355,8 @@ def table(figures: dict[str, Any]) -> str:
     lines.append(f"machine: {m['cpus']} cpus ({m['cpu']}), {m['memory_gib']} GiB, "
                  f"PostgreSQL {m['postgresql']}, Python {m['python']}, {m['date']}")  # fmt: skip
     lines.append("drain concurrency: " + ", ".join(f"{n} {c}" for n, c in concurrency.items()))
+    lines.append("worker_rss_mib: peak RSS of one worker process running 100 jobs at a time "
+                 "(every system); drain_rss_mib: the peak over the drains above")  # fmt: skip
     lines.append("medians of runs; a ratio above 1 favours jobqueue (for latency, RSS and "
                  "CPU, lower is better, so those ratios are theirs/ours)")  # fmt: skip
     return "\n".join(lines)

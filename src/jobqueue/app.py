@@ -253,11 +253,13 @@ class JobQueue:
             run_at=run_at,
             delay_seconds=delay_seconds,
         )
-        row = self._row(spec)
+        type_, queue_, _, *options = self._row(spec)
         encoded = [_encode_payload(p) for p in payloads]
-        n = len(encoded)
-        columns = ([row[0]] * n, [row[1]] * n, encoded, *([v] * n for v in row[3:]))
-        return await self._insert_many(columns, conn)
+        if not encoded:
+            return []
+        db = conn if conn is not None else await self.pool()
+        records = await db.fetch(self.queries.enqueue_payloads, type_, queue_, encoded, *options)
+        return [r[0] for r in records]
 
     async def enqueue_jobs(
         self, specs: Sequence[NewJob], *, conn: asyncpg.Connection | None = None
@@ -374,9 +376,13 @@ class JobQueue:
         loop.close()
 
 
+# One encoder for every call: json.dumps with options builds a new one each time.
+_JSON = json.JSONEncoder(separators=(",", ":"))
+
+
 def _encode_payload(payload: Mapping[str, Any]) -> str:
     # JSON text, not a dict: an application's own connection has no jsonb codec.
-    return json.dumps(payload, separators=(",", ":"))
+    return _JSON.encode(payload)
 
 
 def _first(*values: Any) -> Any:

@@ -40,6 +40,7 @@ class Queries:
     complete: str
     enqueue: str
     enqueue_many: str
+    enqueue_payloads: str
     fail: str
     get_job: str
     heartbeat: str
