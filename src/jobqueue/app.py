@@ -20,17 +20,20 @@ import json
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import asyncpg
 
-from jobqueue import config
+from jobqueue import config, fields
 from jobqueue.config import Settings
 from jobqueue.db.embedded import EmbeddedPostgres
 from jobqueue.db.migrate import migrate
 from jobqueue.db.pool import connect, create_pool, resolve_dsn
 from jobqueue.db.sql import Queries, queries
-from jobqueue.job import Job, JobStatus, NewJob, WorkerInfo
+from jobqueue.job import Job, JobStatus, WorkerInfo
+
+if TYPE_CHECKING:
+    from jobqueue.new_job import NewJob
 
 Handler = Callable[..., Any]
 
@@ -114,17 +117,18 @@ class JobQueue:
         ``isolated``: run each attempt of this sync handler in a child process, so that a
         timeout or shutdown can kill it (see jobqueue.worker.isolation for the cost).
         """
-        spec = NewJob(type=type, queue=queue, max_attempts=max_attempts, priority=priority)
+        type = fields.check_type(type)
+        fields.check_options(queue=queue, max_attempts=max_attempts, priority=priority)
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
 
         def register(fn: F) -> F:
-            if spec.type in self.tasks:
-                raise ValueError(f"a handler for job type {spec.type!r} is already registered")
-            task = Task(spec.type, fn, queue, max_attempts, priority, timeout, isolated)
+            if type in self.tasks:
+                raise ValueError(f"a handler for job type {type!r} is already registered")
+            task = Task(type, fn, queue, max_attempts, priority, timeout, isolated)
             if isolated and task.is_async:
                 raise ValueError("isolated=True is for sync handlers; async ones are cancelled")
-            self.tasks[spec.type] = task
+            self.tasks[type] = task
             return fn
 
         return register
@@ -213,23 +217,27 @@ class JobQueue:
 
         With ``conn`` (an asyncpg connection inside the application's transaction)
         the job exists exactly when that transaction commits, and workers are
-        woken at commit.
+        woken at commit. A value that breaks a rule raises ValueError naming the field.
         """
-        spec = NewJob(
-            type=type,
-            payload=dict(payload or {}),
+        fields.check_options(payload=payload)
+        row = self._row(
+            type,
+            payload or {},
             queue=queue,
             priority=priority,
             max_attempts=max_attempts,
             run_at=run_at,
             delay_seconds=delay_seconds,
         )
-        return await self.enqueue_job(spec, conn=conn)
+        return await self._insert(row, conn)
 
     async def enqueue_job(self, spec: NewJob, *, conn: asyncpg.Connection | None = None) -> Job:
+        """Store a job described by a validated NewJob (what POST /jobs receives)."""
+        return await self._insert(self._row_of(spec), conn)
+
+    async def _insert(self, row: tuple[Any, ...], conn: asyncpg.Connection | None) -> Job:
         db = conn if conn is not None else await self.pool()
-        record = await db.fetchrow(self.queries.enqueue, *self._row(spec))
-        return Job.from_record(record)
+        return Job.from_record(await db.fetchrow(self.queries.enqueue, *row))
 
     async def enqueue_many(
         self,
@@ -245,27 +253,31 @@ class JobQueue:
     ) -> list[int]:
         """Store one job of ``type`` per payload, all or none, in one statement; return
         their ids in order. Workers are woken once per batch, not once per job."""
-        spec = NewJob(
-            type=type,
+        type_, queue_, _, *rest = self._row(
+            type,
+            {},
             queue=queue,
             priority=priority,
             max_attempts=max_attempts,
             run_at=run_at,
             delay_seconds=delay_seconds,
         )
-        type_, queue_, _, *options = self._row(spec)
+        payloads = list(payloads)
+        for i, payload in enumerate(payloads):
+            if not isinstance(payload, Mapping):
+                raise ValueError(f"payloads[{i}]: must be a mapping, got {payload!r}")
         encoded = [_encode_payload(p) for p in payloads]
         if not encoded:
             return []
         db = conn if conn is not None else await self.pool()
-        records = await db.fetch(self.queries.enqueue_payloads, type_, queue_, encoded, *options)
+        records = await db.fetch(self.queries.enqueue_payloads, type_, queue_, encoded, *rest)
         return [r[0] for r in records]
 
     async def enqueue_jobs(
         self, specs: Sequence[NewJob], *, conn: asyncpg.Connection | None = None
     ) -> list[int]:
         """Store jobs of any types and options, all or none, in one statement."""
-        rows = [self._row(spec) for spec in specs]
+        rows = [self._row_of(spec) for spec in specs]
         columns = tuple(list(column) for column in zip(*rows, strict=True)) if rows else ()
         return await self._insert_many(columns or ([],) * 7, conn)
 
@@ -277,17 +289,46 @@ class JobQueue:
         db = conn if conn is not None else await self.pool()
         return [r[0] for r in await db.fetch(self.queries.enqueue_many, *columns)]
 
-    def _row(self, spec: NewJob) -> tuple[Any, ...]:
-        """The values of one job's row, the task's defaults filled in."""
-        task = self.tasks.get(spec.type)
-        return (
+    def _row_of(self, spec: NewJob) -> tuple[Any, ...]:
+        return self._row(
             spec.type,
-            spec.queue or (task and task.queue) or "default",
-            _encode_payload(spec.payload),
-            _first(spec.priority, task and task.priority, 0),
-            _first(spec.max_attempts, task and task.max_attempts, self.settings.max_attempts),
-            spec.run_at,
-            spec.delay_seconds,
+            spec.payload,
+            queue=spec.queue,
+            priority=spec.priority,
+            max_attempts=spec.max_attempts,
+            run_at=spec.run_at,
+            delay_seconds=spec.delay_seconds,
+        )
+
+    def _row(
+        self,
+        type: str,
+        payload: Mapping[str, Any],
+        *,
+        queue: str | None,
+        priority: int | None,
+        max_attempts: int | None,
+        run_at: datetime | None,
+        delay_seconds: float | None,
+    ) -> tuple[Any, ...]:
+        """The values of one job's row, checked, with the task's defaults filled in."""
+        type = fields.check_type(type)
+        fields.check_options(
+            queue=queue,
+            priority=priority,
+            max_attempts=max_attempts,
+            run_at=run_at,
+            delay_seconds=delay_seconds,
+        )
+        task = self.tasks.get(type)
+        return (
+            type,
+            queue or (task and task.queue) or "default",
+            _encode_payload(payload),
+            _first(priority, task and task.priority, 0),
+            _first(max_attempts, task and task.max_attempts, self.settings.max_attempts),
+            run_at,
+            delay_seconds,
         )
 
     async def get(self, job_id: int) -> Job | None:
@@ -313,7 +354,7 @@ class JobQueue:
     async def workers(self) -> builtins.list[WorkerInfo]:
         """Worker processes that have announced themselves, oldest first."""
         records = await (await self.pool()).fetch(self.queries.workers_list)
-        return [WorkerInfo.model_validate(dict(r.items())) for r in records]
+        return [WorkerInfo(**dict(r.items())) for r in records]
 
     # -- the sync API ------------------------------------------------------------
 

@@ -16,8 +16,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import pydantic
-
 from jobqueue import config, logs, supervisor
 from jobqueue.app import JobQueue
 from jobqueue.config import ConfigError, Settings
@@ -234,10 +232,12 @@ def run_enqueue(args: argparse.Namespace) -> int:
                 delay_seconds=args.delay,
             ),
         )
-    except pydantic.ValidationError as exc:
-        raise UsageError(one_line(exc)) from exc
+    except ValueError as exc:  # a rule of jobqueue.fields, naming the field
+        raise UsageError(str(exc)) from exc
     if args.json:
-        print(job.model_dump_json())
+        from jobqueue.encoding import to_json
+
+        print(to_json(job).decode())
     else:
         print(f"enqueued job {job.id} ({job.type}) in queue {job.queue}: {job.status}")
     return 0
@@ -249,10 +249,12 @@ def run_jobs_get(args: argparse.Namespace) -> int:
     if job is None:
         print(f"jobqueue: error: job {args.id} not found", file=sys.stderr)
         return 1
+    from jobqueue.encoding import to_json, to_jsonable
+
     if args.json:
-        print(job.model_dump_json())
+        print(to_json(job).decode())
     else:
-        for key, value in job.model_dump(mode="json").items():
+        for key, value in to_jsonable(job).items():
             print(f"{key:>13}: {json.dumps(value) if key == 'payload' else value}")
     return 0
 
@@ -272,7 +274,9 @@ def run_jobs_list(args: argparse.Namespace) -> int:
         ),
     )
     if args.json:
-        print(json.dumps([j.model_dump(mode="json") for j in jobs]))
+        from jobqueue.encoding import to_jsonable
+
+        print(json.dumps([to_jsonable(j) for j in jobs]))
     else:
         print_table(jobs)
     return 0
@@ -282,7 +286,9 @@ def run_workers(args: argparse.Namespace) -> int:
     jq = client(args)
     workers = with_jobqueue(jq, lambda: jq.workers())
     if args.json:
-        print(json.dumps([w.model_dump(mode="json") for w in workers]))
+        from jobqueue.encoding import to_jsonable
+
+        print(json.dumps([to_jsonable(w) for w in workers]))
         return 0
     rows = [("ID", "HOST", "PID", "QUEUES", "RUNNING", "LAST HEARTBEAT")]
     rows += [
@@ -309,12 +315,6 @@ def with_jobqueue(jq: JobQueue, call: Callable[[], Any]) -> Any:
             return await call()
 
     return asyncio.run(run())
-
-
-def one_line(exc: pydantic.ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or 'job'}: {e['msg']}" for e in exc.errors()
-    )
 
 
 def print_table(jobs: list[Job]) -> None:

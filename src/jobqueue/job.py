@@ -1,20 +1,17 @@
-"""The job record as users see it, over HTTP and from Python."""
+"""The job record as users see it, over HTTP and from Python.
+
+Plain dataclasses: a worker process reads jobs without loading pydantic (see
+jobqueue.fields). FastAPI and pydantic serialise them as they are; ``__pydantic_config__``
+only adds an OpenAPI example.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 from datetime import datetime
-from typing import Annotated, Any
-
-from pydantic import (
-    AwareDatetime,
-    BaseModel,
-    ConfigDict,
-    Field,
-    StringConstraints,
-    model_validator,
-)
+from typing import Any, ClassVar
 
 
 class JobStatus(enum.StrEnum):
@@ -35,10 +32,10 @@ class JobStatus(enum.StrEnum):
 FINAL_STATES = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED})
 
 
-class Job(BaseModel):
-    model_config = ConfigDict(
-        frozen=True,
-        json_schema_extra={
+@dataclasses.dataclass(frozen=True, slots=True)
+class Job:
+    __pydantic_config__: ClassVar[dict[str, Any]] = {
+        "json_schema_extra": {
             "examples": [
                 {
                     "id": 28,
@@ -59,7 +56,7 @@ class Job(BaseModel):
                 }
             ]
         },
-    )
+    }
 
     id: int
     type: str
@@ -84,58 +81,14 @@ class Job(BaseModel):
         values = {k: record[k] for k in _JOB_COLUMNS}
         values["payload"] = json.loads(values["payload"])
         values["status"] = JobStatus(values["status"])
-        return cls.model_construct(**values)
+        return cls(**values)
 
 
-_JOB_COLUMNS = tuple(Job.model_fields)
-
-QueueName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,100}$")]
-JobType = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
-# PostgreSQL integer bounds, so that an out-of-range value is a 422, not a database error.
-Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
+_JOB_COLUMNS = tuple(f.name for f in dataclasses.fields(Job))
 
 
-class NewJob(BaseModel):
-    """What a client may say about a job it enqueues; everything but ``type`` is optional."""
-
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={
-            "examples": [
-                {"type": "send_email", "payload": {"to": "a@example.com"}},
-                {"type": "report", "payload": {"id": 7}, "queue": "reports", "delay_seconds": 60},
-            ]
-        },
-    )
-
-    type: JobType = Field(description="Job type; a handler registered for it runs the job.")
-    payload: dict[str, Any] = Field(
-        default_factory=dict, description="JSON object handed to the handler."
-    )
-    queue: QueueName | None = Field(
-        default=None, description="Queue name; default: the task's queue, else `default`."
-    )
-    priority: Int32 | None = Field(
-        default=None, description="Lower runs first; default: the task's priority, else 0."
-    )
-    max_attempts: Annotated[int, Field(ge=1, le=1000)] | None = Field(
-        default=None, description="Attempts before the job stays failed; default MAX_ATTEMPTS."
-    )
-    run_at: AwareDatetime | None = Field(
-        default=None, description="Do not start before this time (with a time zone)."
-    )
-    delay_seconds: Annotated[float, Field(ge=0, le=10 * 365 * 86400)] | None = Field(
-        default=None, description="Do not start before this many seconds from now."
-    )
-
-    @model_validator(mode="after")
-    def one_start_time(self) -> NewJob:
-        if self.run_at is not None and self.delay_seconds is not None:
-            raise ValueError("give run_at or delay_seconds, not both")
-        return self
-
-
-class WorkerInfo(BaseModel):
+@dataclasses.dataclass(frozen=True, slots=True)
+class WorkerInfo:
     """A worker process, as its heartbeat row shows it."""
 
     id: str

@@ -16,14 +16,16 @@ import signal
 import socket
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import structlog
-import uvicorn
 
-from jobqueue.api import create_app
 from jobqueue.app import JobQueue
 from jobqueue.db.pool import is_unavailable
 from jobqueue.worker import Worker
+
+if TYPE_CHECKING:
+    from jobqueue.api.http import HttpServer
 
 log = structlog.get_logger("jobqueue.server")
 
@@ -76,13 +78,6 @@ def listen_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-class _HttpServer(uvicorn.Server):
-    # The process handles signals itself: the workers drain before HTTP stops.
-    @contextlib.contextmanager
-    def capture_signals(self):  # type: ignore[no-untyped-def]
-        yield
-
-
 async def serve(jq: JobQueue, roles: Roles) -> int:
     """Run until a signal; returns the exit code."""
     settings = jq.settings
@@ -98,8 +93,13 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
         worker = Worker(pool, dsn, settings, jq.tasks) if roles.worker else None
         if worker is not None:
             await worker.start()
-        http = http_task = None
+        http: HttpServer | None = None
+        http_task = None
         if sock is not None:
+            # Only here: a worker-only process never loads FastAPI and uvicorn.
+            from jobqueue.api import create_app
+            from jobqueue.api.http import HttpServer
+
             listener = worker.listener if worker is not None else None
             app = create_app(
                 jq,
@@ -110,14 +110,7 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
                     else ("listening" if listener.healthy else "down; polling")
                 ),
             )
-            http = _HttpServer(
-                uvicorn.Config(
-                    app,
-                    log_config=None,
-                    timeout_graceful_shutdown=int(HTTP_GRACE_SECONDS),
-                    lifespan="off",
-                )
-            )
+            http = HttpServer(app, grace_seconds=HTTP_GRACE_SECONDS)
             http_task = asyncio.create_task(http.serve(sockets=[sock]), name="http")
             log.info(f"Serving HTTP on http://{settings.host}:{sock.getsockname()[1]}")
         await stop.wait()

@@ -12,7 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jobqueue.api.errors import UNAVAILABLE, field_error
 from jobqueue.app import JobQueue
-from jobqueue.job import Job, JobStatus, NewJob, WorkerInfo
+from jobqueue.encoding import to_json
+from jobqueue.job import Job, JobStatus, WorkerInfo
+from jobqueue.new_job import NewJob
 
 router = APIRouter()
 
@@ -151,7 +153,7 @@ async def get_job(request: Request, id: JobId) -> Response:
 def job_response(job: Job, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     # The job was validated when it was built: serialise it once, without FastAPI
     # validating it again against the response model.
-    return Response(job.model_dump_json(), status, headers, media_type="application/json")
+    return Response(to_json(job), status, headers, media_type="application/json")
 
 
 @router.get("/jobs", response_model=JobList, summary="List jobs, newest first")

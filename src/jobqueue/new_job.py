@@ -1,0 +1,59 @@
+"""NewJob: a job as a client describes it, validated field by field (HTTP, enqueue_jobs).
+
+The rules are those of jobqueue.fields; this model adds per-field errors and the
+OpenAPI schema. It is not imported by the worker path (see jobqueue.fields).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+from jobqueue import fields
+
+QueueName = Annotated[str, StringConstraints(pattern=fields.QUEUE_PATTERN)]
+JobType = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=fields.TYPE_MAX_LENGTH)
+]
+Int32 = Annotated[int, Field(ge=fields.INT32_MIN, le=fields.INT32_MAX)]
+
+
+class NewJob(BaseModel):
+    """What a client may say about a job it enqueues; everything but ``type`` is optional."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"type": "send_email", "payload": {"to": "a@example.com"}},
+                {"type": "report", "payload": {"id": 7}, "queue": "reports", "delay_seconds": 60},
+            ]
+        },
+    )
+
+    type: JobType = Field(description="Job type; a handler registered for it runs the job.")
+    payload: dict[str, Any] = Field(
+        default_factory=dict, description="JSON object handed to the handler."
+    )
+    queue: QueueName | None = Field(
+        default=None, description="Queue name; default: the task's queue, else `default`."
+    )
+    priority: Int32 | None = Field(
+        default=None, description="Lower runs first; default: the task's priority, else 0."
+    )
+    max_attempts: Annotated[int, Field(ge=1, le=fields.MAX_ATTEMPTS_LIMIT)] | None = Field(
+        default=None, description="Attempts before the job stays failed; default MAX_ATTEMPTS."
+    )
+    run_at: AwareDatetime | None = Field(
+        default=None, description="Do not start before this time (with a time zone)."
+    )
+    delay_seconds: Annotated[float, Field(ge=0, le=fields.MAX_DELAY_SECONDS)] | None = Field(
+        default=None, description="Do not start before this many seconds from now."
+    )
+
+    @model_validator(mode="after")
+    def one_start_time(self) -> NewJob:
+        if self.run_at is not None and self.delay_seconds is not None:
+            raise ValueError("give run_at or delay_seconds, not both")
+        return self
