@@ -33,6 +33,8 @@ object; exit 0 on success, else exit 1 with ``{"error": "..."}``. Diagnostics go
 
 - ``setup``: drop and install the schema -> ``{"ok": true}``
 - ``enqueue_single --n N``: empty, N single-enqueue calls -> ``{"jobs", "seconds", "rate"}``
+- ``enqueue_concurrent --n N [--clients 16]``: the same calls from C coroutines at once,
+  after :meth:`Adapter.open_concurrent` -> same, plus ``"clients"``
 - ``enqueue_bulk --n N [--batch 1000]``: empty, bulk calls of B -> same, plus ``"note"``
   when the adapter sets :attr:`Adapter.bulk_note`
 - ``drain --n N [--processes 1] [--concurrency C] [--cpu-ms X] [--history H]``: empty, H
@@ -151,6 +153,10 @@ class Adapter:
         """One call of the library's bulk-enqueue API for ``count`` no-op jobs."""
         raise NotImplementedError
 
+    async def open_concurrent(self, clients: int) -> None:
+        """Make :meth:`enqueue_one` safe for ``clients`` concurrent callers, as an application
+        serving that many requests would set the library up (a pool, say). Default: nothing."""
+
     async def fill(self, count: int) -> None:
         """Make ``count`` pending no-op jobs before a drain; untimed."""
         for start in range(0, count, FILL_BATCH):
@@ -208,6 +214,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     commands.add_parser("setup", parents=[common])
     single = commands.add_parser("enqueue_single", parents=[common])
     single.add_argument("--n", type=int, required=True)
+    concurrent = commands.add_parser("enqueue_concurrent", parents=[common])
+    concurrent.add_argument("--n", type=int, required=True)
+    concurrent.add_argument("--clients", type=int, default=16)
     bulk = commands.add_parser("enqueue_bulk", parents=[common])
     bulk.add_argument("--n", type=int, required=True)
     bulk.add_argument("--batch", type=int, default=1000)
@@ -290,6 +299,23 @@ async def _enqueue_single(adapter: Adapter, args: argparse.Namespace) -> dict[st
     seconds = time.monotonic() - started
     await _check_counts(adapter, unfinished=args.n, finished=0)
     return _throughput(args.n, seconds)
+
+
+async def _enqueue_concurrent(adapter: Adapter, args: argparse.Namespace) -> dict[str, Any]:
+    await adapter.empty()
+    await adapter.open_concurrent(args.clients)
+    await adapter.checkpoint()
+
+    async def client(count: int) -> None:
+        for _ in range(count):
+            await adapter.enqueue_one(None)
+
+    shares = [args.n // args.clients + (i < args.n % args.clients) for i in range(args.clients)]
+    started = time.monotonic()
+    await asyncio.gather(*(client(share) for share in shares))
+    seconds = time.monotonic() - started
+    await _check_counts(adapter, unfinished=args.n, finished=0)
+    return _throughput(args.n, seconds) | {"clients": args.clients}
 
 
 async def _enqueue_bulk(adapter: Adapter, args: argparse.Namespace) -> dict[str, Any]:
@@ -399,6 +425,7 @@ async def _worker(adapter: Adapter, args: argparse.Namespace) -> dict[str, Any]:
 _COMMANDS: dict[str, Callable[[Adapter, argparse.Namespace], Awaitable[dict[str, Any]]]] = {
     "setup": _setup,
     "enqueue_single": _enqueue_single,
+    "enqueue_concurrent": _enqueue_concurrent,
     "enqueue_bulk": _enqueue_bulk,
     "drain": _drain,
     "latency": _latency,

@@ -63,6 +63,14 @@ class JobqueueAdapter(harness.Adapter):
     async def enqueue_one(self, seq: int | None) -> None:
         await self.jq.enqueue("bench", None if seq is None else {"seq": seq})
 
+    async def open_concurrent(self, clients: int) -> None:
+        # Open the connections concurrent calls use now, not inside the timed part (the
+        # peers' adapters open pools of `clients` connections).
+        pool = await self.jq.pool()
+        held = [await pool.acquire() for _ in range(min(clients, 4))]
+        for conn in held:
+            await pool.release(conn)
+
     async def enqueue_batch(self, count: int) -> None:
         await self.jq.enqueue_many("bench", [{}] * count)
 

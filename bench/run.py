@@ -56,6 +56,8 @@ def workloads(scale: float) -> list[Workload]:
         Workload("enqueue_single", "enqueue_single", ("--n", n(10_000)), "rate", "jobs/s"),
         Workload("raw_insert", "raw_insert", ("--n", n(10_000)), "rate", "jobs/s",
                  jobqueue_only=True),
+        Workload("enqueue_concurrent", "enqueue_concurrent", ("--n", n(10_000), "--clients", "16"),
+                 "rate", "jobs/s"),
         Workload("enqueue_bulk", "enqueue_bulk", ("--n", n(50_000), "--batch", "1000"), "rate",
                  "jobs/s"),
         Workload("raw_copy", "raw_copy", ("--n", n(50_000), "--batch", "1000"), "rate",

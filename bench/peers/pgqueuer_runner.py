@@ -15,7 +15,7 @@ from pathlib import Path
 
 import asyncpg
 from pgqueuer import Job, QueueManager
-from pgqueuer.db import AsyncpgDriver
+from pgqueuer.db import AsyncpgDriver, AsyncpgPoolDriver
 from pgqueuer.errors import FailingListenerError
 from pgqueuer.queries import Queries
 
@@ -52,7 +52,14 @@ class PgQueuerAdapter(harness.Adapter):
         self.queries = Queries(AsyncpgDriver(self.connection))
 
     async def close(self) -> None:
+        if getattr(self, "pool", None) is not None:
+            await self.pool.close()
         await self.connection.close()
+
+    async def open_concurrent(self, clients: int) -> None:
+        # One asyncpg connection runs one query at a time: concurrent callers need a pool.
+        self.pool = await asyncpg.create_pool(self.dsn, min_size=clients, max_size=clients)
+        self.queries = Queries(AsyncpgPoolDriver(self.pool))
 
     async def execute(self, statement: str) -> None:
         await self.connection.execute(statement)

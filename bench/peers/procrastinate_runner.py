@@ -73,7 +73,25 @@ class ProcrastinateAdapter(harness.Adapter):
 
     async def close(self) -> None:
         await self.app.close_async()
+        if getattr(self, "pool", None) is not None:
+            await self.pool.close()
         await self.connection.close()
+
+    async def open_concurrent(self, clients: int) -> None:
+        # The default pool has 4 connections; an application serving 16 requests at once
+        # would give it one per request. Handed over by the public open_async(pool).
+        import psycopg_pool
+
+        await self.app.close_async()
+        self.pool = psycopg_pool.AsyncConnectionPool(
+            self.dsn,
+            min_size=clients,
+            max_size=clients,
+            open=False,
+            check=psycopg_pool.AsyncConnectionPool.check_connection,
+        )
+        await self.pool.open(wait=True)
+        await self.app.open_async(self.pool)
 
     async def execute(self, statement: str) -> None:
         await self.connection.execute(statement)  # type: ignore[arg-type]

@@ -30,6 +30,7 @@ from jobqueue.db.embedded import EmbeddedPostgres
 from jobqueue.db.migrate import migrate
 from jobqueue.db.pool import connect, create_pool, resolve_dsn
 from jobqueue.db.sql import Queries, queries
+from jobqueue.enqueuer import Enqueuer
 from jobqueue.job import Job, JobStatus, WorkerInfo
 
 if TYPE_CHECKING:
@@ -91,6 +92,7 @@ class JobQueue:
         self._dsn: str | None = None
         self._embedded: EmbeddedPostgres | None = None
         self._pools: dict[asyncio.AbstractEventLoop, asyncpg.Pool] = {}
+        self._enqueuers: dict[asyncio.AbstractEventLoop, Enqueuer] = {}
         self._sync_loop: asyncio.AbstractEventLoop | None = None
         self._sync_thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -160,6 +162,7 @@ class JobQueue:
                 dsn, max_size=POOL_SIZE, statement_timeout=self.settings.statement_timeout
             )
             self._pools[loop] = pool
+            self._enqueuers[loop] = Enqueuer(pool, self.queries)
         return pool
 
     async def _resolved_dsn(self) -> str:
@@ -179,7 +182,9 @@ class JobQueue:
         """Close this event loop's pool; the next use opens a new one. ``terminate``
         drops the connections at once (the database is gone: nothing to say goodbye to).
         """
-        pool = self._pools.pop(asyncio.get_running_loop(), None)
+        loop = asyncio.get_running_loop()
+        self._enqueuers.pop(loop, None)
+        pool = self._pools.pop(loop, None)
         if pool is not None and terminate:
             pool.terminate()
         elif pool is not None:
@@ -236,8 +241,11 @@ class JobQueue:
         return await self._insert(self._row_of(spec), conn)
 
     async def _insert(self, row: tuple[Any, ...], conn: asyncpg.Connection | None) -> Job:
-        db = conn if conn is not None else await self.pool()
-        return Job.from_record(await db.fetchrow(self.queries.enqueue, *row))
+        if conn is not None:  # the caller's transaction: never shared with other calls
+            return Job.from_record(await conn.fetchrow(self.queries.enqueue, *row))
+        await self.pool()
+        enqueuer = self._enqueuers[asyncio.get_running_loop()]
+        return Job.from_record(await enqueuer.insert(row))
 
     async def enqueue_many(
         self,
@@ -408,6 +416,7 @@ class JobQueue:
         loop, self._sync_loop = self._sync_loop, None
         if loop is None:
             return
+        self._enqueuers.pop(loop, None)
         pool = self._pools.pop(loop, None)
         if pool is not None:
             asyncio.run_coroutine_threadsafe(pool.close(), loop).result()

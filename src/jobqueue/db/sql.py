@@ -41,6 +41,7 @@ class Queries:
     enqueue: str
     enqueue_many: str
     enqueue_payloads: str
+    enqueue_rows: str
     fail: str
     get_job: str
     heartbeat: str

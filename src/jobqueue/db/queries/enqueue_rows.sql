@@ -1,0 +1,10 @@
+-- Inserts the jobs of concurrent enqueue() calls in one statement (see jobqueue.enqueuer):
+-- one array per column, one element per job, whole rows back in the order given.
+INSERT INTO {schema}.jobs (type, queue, payload, priority, max_attempts, run_at)
+SELECT n.type, n.queue, n.payload::jsonb, n.priority, n.max_attempts,
+       COALESCE(n.run_at, now() + make_interval(secs => COALESCE(n.delay, 0)))
+FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::integer[],
+            $6::timestamptz[], $7::float8[])
+     WITH ORDINALITY AS n(type, queue, payload, priority, max_attempts, run_at, delay, ord)
+ORDER BY n.ord
+RETURNING *
