@@ -295,7 +295,7 @@ class JobQueue:
         if not columns[0]:
             return []
         db = conn if conn is not None else await self.pool()
-        return [r[0] for r in await db.fetch(self.queries.enqueue_many, *columns)]
+        return [r["id"] for r in await db.fetch(self.queries.enqueue_rows, *columns)]
 
     def _row_of(self, spec: NewJob) -> tuple[Any, ...]:
         return self._row(

@@ -39,7 +39,6 @@ class Queries:
     claim: str
     complete: str
     enqueue: str
-    enqueue_many: str
     enqueue_payloads: str
     enqueue_rows: str
     fail: str

@@ -1,5 +1,6 @@
--- Inserts the jobs of concurrent enqueue() calls in one statement (see jobqueue.enqueuer):
--- one array per column, one element per job, whole rows back in the order given.
+-- Inserts jobs of any types and options in one statement: the calls an Enqueuer
+-- merged, or enqueue_jobs (POST /jobs/batch). The jobs trigger sends one NOTIFY per queue.
+-- One array per column, one element per job; whole rows come back in the order given.
 INSERT INTO {schema}.jobs (type, queue, payload, priority, max_attempts, run_at)
 SELECT n.type, n.queue, n.payload::jsonb, n.priority, n.max_attempts,
        COALESCE(n.run_at, now() + make_interval(secs => COALESCE(n.delay, 0)))
