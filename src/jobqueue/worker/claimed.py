@@ -37,6 +37,12 @@ class ClaimedJob:
         return self.attempt < self.max_attempts
 
 
+def held(jobs: Sequence[ClaimedJob]) -> str:
+    """The attempts a fenced write claims to hold, as the JSON object its SQL takes:
+    ``{"<job id>": attempt, ...}`` (see db/queries/complete.sql for why not an array)."""
+    return json.dumps({str(job.id): job.attempt for job in jobs})
+
+
 def fenced_out(jobs: Sequence[ClaimedJob], changed: Sequence[Any]) -> list[ClaimedJob]:
     """The jobs a fenced write did not change (``changed``: the rows it returned, each
     with an ``id``): they were taken from this worker meanwhile."""

@@ -9,6 +9,7 @@ still ``running`` in the database and is run again after its lease: never lost.
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass
 
 import asyncpg
@@ -16,7 +17,7 @@ import structlog
 
 from jobqueue.db.pool import log_failure
 from jobqueue.db.sql import Queries
-from jobqueue.worker.claimed import ClaimedJob, fenced_out
+from jobqueue.worker.claimed import ClaimedJob, fenced_out, held
 
 log = structlog.get_logger("jobqueue.completer")
 
@@ -99,7 +100,7 @@ class Completer:
                         completed,
                         "completion",
                         [j.id for j in completed],
-                        [j.attempt for j in completed],
+                        held(completed),
                     )
                     completed = []
                 if failed:
@@ -110,9 +111,16 @@ class Completer:
                         jobs,
                         "failure",
                         [j.id for j in jobs],
-                        [j.attempt for j in jobs],
-                        [f.error for f in failed],
-                        [f.delay for f in failed],
+                        json.dumps(
+                            {
+                                str(f.job.id): {
+                                    "attempt": f.job.attempt,
+                                    "error": f.error,
+                                    "delay": f.delay,
+                                }
+                                for f in failed
+                            }
+                        ),
                     )
                     failed = []
                 if released:
@@ -122,7 +130,7 @@ class Completer:
                         released,
                         "hand-back",
                         [j.id for j in released],
-                        [j.attempt for j in released],
+                        held(released),
                     )
                     released = []
         except BaseException:

@@ -17,7 +17,7 @@ import structlog
 
 from jobqueue.db.pool import log_failure
 from jobqueue.db.sql import Queries
-from jobqueue.worker.claimed import ClaimedJob, fenced_out
+from jobqueue.worker.claimed import ClaimedJob, fenced_out, held
 
 log = structlog.get_logger("jobqueue.heartbeat")
 
@@ -74,7 +74,7 @@ class Heartbeat:
             renewed = await conn.fetch(
                 self._q.heartbeat,
                 [j.id for j in jobs],
-                [j.attempt for j in jobs],
+                held(jobs),
                 self._worker_id,
                 self._lease_seconds,
             )

@@ -1,7 +1,11 @@
--- Marks a batch of attempts completed. Fenced: a row changes only while it is
--- still the same attempt held by the same worker (worker_id is set exactly while
--- a job runs, so no status test is needed, and none lets the planner prefer the
--- partial index on running jobs); the ids returned are the writes accepted.
+-- Marks a batch of attempts completed. $1: the job ids; $2: {"<id>": attempt, ...}.
+-- Fenced: a row changes only while it is still the same attempt held by the same
+-- worker; the ids returned are the writes accepted.
+--
+-- No join with unnest(): when most rows have worker_id NULL (finished jobs), the
+-- planner estimates "worker_id = $3" at one row, scans the whole table and loops over
+-- the array for every row; seen at 8 s for 1,500 jobs. Here the only plan is a
+-- primary-key lookup per id, and the attempt is looked up in the JSON object.
 UPDATE {schema}.jobs AS j
 SET status = 'completed',
     last_error = NULL,
@@ -9,8 +13,7 @@ SET status = 'completed',
     lease_expires_at = NULL,
     finished_at = now(),
     updated_at = now()
-FROM unnest($1::bigint[], $2::integer[]) AS done(id, attempt)
-WHERE j.id = done.id
-  AND j.attempts = done.attempt
+WHERE j.id = ANY($1::bigint[])
   AND j.worker_id = $3
+  AND j.attempts = ($2::jsonb ->> j.id::text)::integer
 RETURNING j.id

@@ -1,17 +1,20 @@
--- Records a batch of failed attempts. A NULL delay means no attempt is left:
--- the job stays failed. Otherwise it is pending again once the delay has passed.
--- Fenced like complete.sql.
+-- Records a batch of failed attempts. $1: the job ids; $2: {"<id>": {"attempt": n,
+-- "error": text, "delay": seconds or null}, ...}. A null delay means no attempt is
+-- left: the job stays failed. Otherwise it is pending again once the delay has
+-- passed. Fenced like complete.sql, and for the same reason without a join.
 UPDATE {schema}.jobs AS j
-SET status = CASE WHEN f.delay IS NULL THEN 'failed' ELSE 'pending' END,
-    run_at = CASE WHEN f.delay IS NULL THEN j.run_at
-                  ELSE now() + make_interval(secs => f.delay) END,
-    last_error = f.error,
+SET (status, run_at, last_error, finished_at) = (
+        SELECT CASE WHEN f.delay IS NULL THEN 'failed' ELSE 'pending' END,
+               CASE WHEN f.delay IS NULL THEN j.run_at
+                    ELSE now() + make_interval(secs => f.delay) END,
+               f.error,
+               CASE WHEN f.delay IS NULL THEN now() END
+        FROM jsonb_to_record($2::jsonb -> j.id::text) AS f(error text, delay float8)
+    ),
     worker_id = NULL,
     lease_expires_at = NULL,
-    finished_at = CASE WHEN f.delay IS NULL THEN now() END,
     updated_at = now()
-FROM unnest($1::bigint[], $2::integer[], $3::text[], $4::float8[]) AS f(id, attempt, error, delay)
-WHERE j.id = f.id
-  AND j.attempts = f.attempt
-  AND j.worker_id = $5
+WHERE j.id = ANY($1::bigint[])
+  AND j.worker_id = $3
+  AND j.attempts = ($2::jsonb -> j.id::text ->> 'attempt')::integer
 RETURNING j.id
