@@ -2,10 +2,10 @@
 
 Every commit waits for a WAL flush, and a flush costs about as much for 100 rows
 as for one. So the enqueuer does what PostgreSQL's group commit does, one step
-earlier: a call that finds fewer than ``MAX_IN_FLIGHT`` INSERTs running starts one
-at once (a lone caller waits no longer than with a plain INSERT); calls that
-arrive meanwhile wait, and the next INSERT takes all of them. On 2 cores, 16
-concurrent callers go from about 5,000 to over 20,000 jobs/s.
+earlier. A call that finds no INSERT running runs its own at once, with no task
+or future, so a lone caller pays nothing for the sharing. Calls that arrive
+meanwhile queue, and up to ``MAX_IN_FLIGHT`` INSERTs each take all that queued.
+On 2 cores, 16 concurrent callers go from about 5,000 to about 20,000 jobs/s.
 
 Each call keeps its own promise: it returns once its row is committed. When a
 shared INSERT fails for a reason other than the database being unreachable, each
@@ -42,14 +42,25 @@ class Enqueuer:
 
     async def insert(self, row: Row) -> asyncpg.Record:
         """Store one job's row (the values of queries.enqueue) and return the stored row."""
+        if self._in_flight == 0:
+            # Nothing to share with: insert at once, without a task or a future.
+            self._in_flight += 1
+            try:
+                return (await self._store([row]))[0]
+            finally:
+                self._in_flight -= 1
+                self._start_drain()
         future: asyncio.Future[asyncpg.Record] = asyncio.get_running_loop().create_future()
         self._pending.append((row, future))
-        if self._in_flight < MAX_IN_FLIGHT:
+        self._start_drain()
+        return await future
+
+    def _start_drain(self) -> None:
+        if self._pending and self._in_flight < MAX_IN_FLIGHT:
             self._in_flight += 1
             task = asyncio.create_task(self._drain(), name="jobqueue-enqueue")
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-        return await future
 
     async def _drain(self) -> None:
         batch: list[Pending] = []
