@@ -4,14 +4,16 @@ and a freshly migrated schema per test."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import httpx
@@ -21,6 +23,8 @@ from jobqueue.app import JobQueue
 from jobqueue.config import Settings
 from jobqueue.db.embedded import EmbeddedPostgres
 from jobqueue.db.migrate import migrate
+from jobqueue.job import FINAL_STATES, Job
+from jobqueue.worker import Worker
 
 ROOT = Path(__file__).resolve().parent.parent
 APPS = Path(__file__).resolve().parent / "apps"
@@ -180,3 +184,48 @@ def spawn(tmp_path: Path) -> Iterator[Spawn]:
             proc.popen.kill()
             proc.popen.wait()
         proc.close()
+
+
+# -- an in-process worker, and waiting for a job to finish ------------------------------
+
+StartWorker = Callable[..., Awaitable[Worker]]
+
+
+@pytest.fixture
+async def start_worker(jq: JobQueue) -> AsyncIterator[StartWorker]:
+    workers: list[Worker] = []
+
+    async def start(**overrides: Any) -> Worker:
+        settings = dataclasses.replace(jq.settings, **overrides)
+        worker = Worker(await jq.pool(), jq.dsn, settings, jq.tasks)
+        await worker.start()
+        workers.append(worker)
+        return worker
+
+    yield start
+    for worker in workers:
+        await worker.stop(asyncio.Event())
+
+
+async def wait_final(jq: JobQueue, job_id: int, timeout: float = 15) -> Job:
+    deadline = time.monotonic() + timeout
+    while True:
+        job = await jq.get(job_id)
+        assert job is not None
+        if job.status in FINAL_STATES:
+            return job
+        assert time.monotonic() < deadline, f"job {job_id} still {job.status}"
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+async def api_client(jq: JobQueue) -> AsyncIterator[httpx.AsyncClient]:
+    """The HTTP API of ``jq`` in-process (no worker, any job type accepted). Behaviour
+    that depends on a real server (signals, concurrency) uses ``spawn`` instead."""
+    from jobqueue.api import create_app
+
+    app = create_app(jq, check_types=False)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://test"
+    ) as client:
+        yield client

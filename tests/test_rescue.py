@@ -91,6 +91,17 @@ def test_a_job_whose_worker_dies_on_its_last_attempt_ends_failed(
         1,
         "worker lost (lease expired)",
     )
+
+    async def history() -> list[tuple[int, str, str | None]]:
+        from jobqueue.app import JobQueue
+
+        async with JobQueue(settings=settings) as jq:
+            return [(a.attempt, a.error, a.worker_id) for a in await jq.attempts(job_id)]
+
+    [(attempt, error, lost_worker)] = asyncio.run(history())
+    assert (attempt, error) == (1, "worker lost (lease expired)")
+    assert lost_worker is not None
+    assert lost_worker.split(":")[1] == str(victim.popen.pid)  # host:pid:suffix
     assert survivor.stop() == 0
 
 

@@ -31,7 +31,8 @@ from jobqueue.db.migrate import migrate
 from jobqueue.db.pool import connect, create_pool, resolve_dsn
 from jobqueue.db.sql import Queries, queries
 from jobqueue.enqueuer import Enqueuer
-from jobqueue.job import Job, JobStatus, WorkerInfo
+from jobqueue.job import Attempt, Job, JobStatus, WorkerInfo
+from jobqueue.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from jobqueue.new_job import NewJob
@@ -57,6 +58,7 @@ class Task:
     priority: int | None = None
     timeout: float | None = None
     isolated: bool = False
+    retry: RetryPolicy | None = None
 
     @functools.cached_property
     def is_async(self) -> bool:
@@ -112,22 +114,27 @@ class JobQueue:
         priority: int | None = None,
         timeout: float | None = None,
         isolated: bool = False,
+        retry: RetryPolicy | None = None,
     ) -> Callable[[F], F]:
         """Register the decorated function (sync or async) as the handler of ``type``.
 
         ``timeout``: seconds an attempt may run (default JOBQUEUE_JOB_TIMEOUT, else none).
         ``isolated``: run each attempt of this sync handler in a child process, so that a
         timeout or shutdown can kill it (see jobqueue.worker.isolation for the cost).
+        ``retry``: ``(attempt) -> seconds`` before the next attempt (see jobqueue.retry);
+        default: exponential backoff from RETRY_DELAY_SECONDS.
         """
         type = fields.check_type(type)
         fields.check_options(queue=queue, max_attempts=max_attempts, priority=priority)
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if retry is not None and not callable(retry):
+            raise ValueError(f"retry must be a callable (attempt) -> seconds, got {retry!r}")
 
         def register(fn: F) -> F:
             if type in self.tasks:
                 raise ValueError(f"a handler for job type {type!r} is already registered")
-            task = Task(type, fn, queue, max_attempts, priority, timeout, isolated)
+            task = Task(type, fn, queue, max_attempts, priority, timeout, isolated, retry)
             if isolated and task.is_async:
                 raise ValueError("isolated=True is for sync handlers; async ones are cancelled")
             self.tasks[type] = task
@@ -358,6 +365,11 @@ class JobQueue:
             self.queries.list_jobs, status, type, queue, after, limit
         )
         return [Job.from_record(r) for r in records]
+
+    async def attempts(self, job_id: int) -> builtins.list[Attempt]:
+        """The job's failed attempts, oldest first: error, traceback, worker, timing."""
+        records = await (await self.pool()).fetch(self.queries.job_attempts, job_id)
+        return [Attempt(**dict(r.items())) for r in records]
 
     async def workers(self) -> builtins.list[WorkerInfo]:
         """Worker processes that have announced themselves, oldest first."""

@@ -21,7 +21,7 @@ from jobqueue.app import JobQueue
 from jobqueue.config import ConfigError, Settings
 from jobqueue.db.embedded import EmbeddedPostgresError
 from jobqueue.db.pool import is_unavailable
-from jobqueue.job import Job, JobStatus
+from jobqueue.job import Attempt, Job, JobStatus
 from jobqueue.server import Roles, StartupError, load_app, serve
 
 # Flags every command takes: they say where the database is.
@@ -113,6 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("id", type=int)
     add_output_flags(cmd)
     cmd.set_defaults(run=run_jobs_get)
+    cmd = jobs.add_parser("attempts", help="show a job's failed attempts, oldest first")
+    cmd.add_argument("id", type=int)
+    add_output_flags(cmd)
+    cmd.set_defaults(run=run_jobs_attempts)
     cmd = jobs.add_parser("list", help="list jobs, newest first")
     cmd.add_argument("--status", choices=[s.value for s in JobStatus])
     cmd.add_argument("--type")
@@ -256,6 +260,31 @@ def run_jobs_get(args: argparse.Namespace) -> int:
     else:
         for key, value in to_jsonable(job).items():
             print(f"{key:>13}: {json.dumps(value) if key == 'payload' else value}")
+    return 0
+
+
+def run_jobs_attempts(args: argparse.Namespace) -> int:
+    jq = client(args)
+
+    async def read() -> tuple[Job | None, list[Attempt]]:
+        return await jq.get(args.id), await jq.attempts(args.id)
+
+    job, attempts = with_jobqueue(jq, read)
+    if job is None:
+        print(f"jobqueue: error: job {args.id} not found", file=sys.stderr)
+        return 1
+    if args.json:
+        from jobqueue.encoding import to_jsonable
+
+        print(json.dumps([to_jsonable(a) for a in attempts]))
+        return 0
+    rows = [("ATTEMPT", "WORKER", "SECONDS", "ENDED", "ERROR")]
+    rows += [
+        (str(a.attempt), a.worker_id or "", "" if a.seconds is None else f"{a.seconds:.3f}",
+         a.finished_at.strftime("%Y-%m-%d %H:%M:%S"), a.error)
+        for a in attempts
+    ]  # fmt: skip
+    print_rows(rows) if attempts else print(f"job {args.id} has no failed attempt")
     return 0
 
 

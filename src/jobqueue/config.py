@@ -162,8 +162,16 @@ class Settings:
         "RETRY_DELAY_SECONDS",
         non_negative_seconds,
         10.0,
-        "Wait before a failed attempt is retried. Shorter retries sooner but can hammer "
-        "a struggling dependency.",
+        "Wait before the first retry of a failed attempt; each later retry waits twice "
+        "the one before (±10% jitter), up to JOBQUEUE_RETRY_MAX_DELAY, unless the task "
+        "sets `retry=`. Shorter retries sooner but can hammer a struggling dependency.",
+    )
+    retry_max_delay: float = setting(
+        "JOBQUEUE_RETRY_MAX_DELAY",
+        non_negative_seconds,
+        3600.0,
+        "Longest wait between attempts under the default backoff. Lower keeps late "
+        "attempts coming; higher gives a dependency that is down for hours more room.",
     )
     shutdown_timeout: float = setting(
         "JOBQUEUE_SHUTDOWN_TIMEOUT",

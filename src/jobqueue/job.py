@@ -99,3 +99,17 @@ class WorkerInfo:
     running: int
     started_at: datetime
     heartbeat_at: datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Attempt:
+    """One failed attempt of a job, from its attempt history."""
+
+    attempt: int
+    worker_id: str | None
+    error: str
+    traceback: str | None
+    started_at: datetime | None
+    finished_at: datetime
+    seconds: float | None
+    """How long the attempt ran, from its claim to its recorded end."""

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from jobqueue.api.errors import UNAVAILABLE, field_error
 from jobqueue.app import JobQueue
 from jobqueue.encoding import to_json
-from jobqueue.job import Job, JobStatus, WorkerInfo
+from jobqueue.job import Attempt, Job, JobStatus, WorkerInfo
 from jobqueue.new_job import NewJob
 
 router = APIRouter()
@@ -44,6 +44,11 @@ class NewJobs(BaseModel):
         },
     )
     jobs: list[NewJob] = Field(min_length=1, max_length=MAX_BATCH_JOBS)
+
+
+class AttemptList(BaseModel):
+    attempts: list[Attempt]
+    """Failed attempts, oldest first; a job that never failed has none."""
 
 
 class BatchCreated(BaseModel):
@@ -148,6 +153,22 @@ async def get_job(request: Request, id: JobId) -> Response:
     if job is None:
         raise HTTPException(404, detail=f"job {id} not found")
     return job_response(job)
+
+
+@router.get(
+    "/jobs/{id}/attempts",
+    response_model=AttemptList,
+    summary="A job's failed attempts",
+    responses={404: {}},
+)
+async def get_attempts(request: Request, id: JobId) -> AttemptList:
+    """Every failed attempt of the job, oldest first: error, traceback (its last 8,000
+    characters), worker, start, end and seconds. A lost worker's attempt has the error
+    `worker lost (lease expired)` and no traceback."""
+    jq = jobqueue(request)
+    if await jq.get(id) is None:
+        raise HTTPException(404, detail=f"job {id} not found")
+    return AttemptList(attempts=await jq.attempts(id))
 
 
 def job_response(job: Job, status: int = 200, headers: dict[str, str] | None = None) -> Response:

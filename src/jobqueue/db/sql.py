@@ -43,6 +43,7 @@ class Queries:
     enqueue_rows: str
     fail: str
     get_job: str
+    job_attempts: str
     heartbeat: str
     leader_elect: str
     leader_resign: str

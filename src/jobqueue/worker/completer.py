@@ -26,6 +26,7 @@ log = structlog.get_logger("jobqueue.completer")
 class Failure:
     job: ClaimedJob
     error: str
+    traceback: str | None
     delay: float | None  # None: no attempt left
 
 
@@ -54,8 +55,8 @@ class Completer:
         self._completed.append(job)
         self._wake()
 
-    def fail(self, job: ClaimedJob, error: str, delay: float | None) -> None:
-        self._failed.append(Failure(job, error, delay))
+    def fail(self, job: ClaimedJob, error: str, traceback: str | None, delay: float | None) -> None:
+        self._failed.append(Failure(job, error, traceback, delay))
         self._wake()
 
     def release(self, job: ClaimedJob) -> None:
@@ -116,6 +117,7 @@ class Completer:
                                 str(f.job.id): {
                                     "attempt": f.job.attempt,
                                     "error": f.error,
+                                    "traceback": f.traceback,
                                     "delay": f.delay,
                                 }
                                 for f in failed

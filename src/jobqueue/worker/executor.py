@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
+import traceback
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -17,14 +18,16 @@ import structlog
 
 from jobqueue import logs
 from jobqueue.app import Task
+from jobqueue.retry import Discard, RetryAt, RetryPolicy
 from jobqueue.worker.claimed import ClaimedJob
 from jobqueue.worker.completer import Completer
 from jobqueue.worker.isolation import IsolatedFailure, run_isolated
-from jobqueue.worker.retry import FixedDelay
 
 log = structlog.get_logger("jobqueue.executor")
 
 MAX_ERROR_CHARS = 4000
+# The end of a traceback holds the frames that raised: keep that part.
+MAX_TRACEBACK_CHARS = 8000
 
 
 class UnknownJobType(Exception):
@@ -41,7 +44,7 @@ class Executor:
         tasks: Mapping[str, Task],
         slots: int,
         completer: Completer,
-        retry: FixedDelay,
+        retry: RetryPolicy,
         on_slot_freed: Callable[[], None],
         on_retry_scheduled: Callable[[float], None],
         default_timeout: float | None = None,
@@ -136,19 +139,36 @@ class Executor:
         await asyncio.get_running_loop().run_in_executor(self._threads, context.run, fn, *args)
 
     def _failed(self, job: ClaimedJob, exc: Exception) -> None:
-        plain = isinstance(exc, UnknownJobType | JobTimeout | IsolatedFailure)
+        plain = isinstance(exc, UnknownJobType | JobTimeout | IsolatedFailure | RetryAt | Discard)
         error = (str(exc) if plain else f"{type(exc).__name__}: {exc}")[:MAX_ERROR_CHARS]
-        delay = self._retry.delay(job.attempt) if job.attempts_left else None
+        if isinstance(exc, Discard):
+            error = f"discarded: {error}"[:MAX_ERROR_CHARS]
+        delay = self._retry_delay(job, exc)
         log.warning(
             f"Job {job.id} failed on attempt {job.attempt}",
             job_id=job.id,
             error=error,
-            retry_in_seconds=delay,
+            retry_in_seconds=None if delay is None else round(delay, 3),
             exc_info=None if plain else exc,
         )
-        self._completer.fail(job, error, delay)
+        trace = None if plain else "".join(traceback.format_exception(exc))[-MAX_TRACEBACK_CHARS:]
+        self._completer.fail(job, error, trace, delay)
         if delay is not None:
             self._on_retry_scheduled(delay)
+
+    def _retry_delay(self, job: ClaimedJob, exc: Exception) -> float | None:
+        """Seconds until the next attempt; None when there is none (the job fails)."""
+        if isinstance(exc, Discard) or not job.attempts_left:
+            return None
+        if isinstance(exc, RetryAt):
+            return exc.delay()
+        task = self._tasks.get(job.type)
+        policy = task.retry if task is not None and task.retry is not None else self._retry
+        try:
+            return max(0.0, float(policy(job.attempt)))
+        except Exception:
+            log.exception(f"retry policy of {job.type!r} failed; the default applies")
+            return max(0.0, float(self._retry(job.attempt)))
 
     async def wait_idle(self, timeout: float, force: asyncio.Event) -> None:
         """Wait until no job runs, ``timeout`` passes, or ``force`` is set."""

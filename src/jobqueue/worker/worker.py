@@ -21,12 +21,12 @@ from jobqueue.app import Task
 from jobqueue.config import Settings
 from jobqueue.db.sql import queries
 from jobqueue.maintenance import Maintenance
+from jobqueue.retry import ExponentialBackoff
 from jobqueue.worker.completer import Completer
 from jobqueue.worker.executor import Executor
 from jobqueue.worker.heartbeat import Heartbeat
 from jobqueue.worker.listener import Listener
 from jobqueue.worker.producer import Producer
-from jobqueue.worker.retry import FixedDelay
 
 log = structlog.get_logger("jobqueue.worker")
 
@@ -58,7 +58,7 @@ class Worker:
             tasks,
             settings.worker_count,
             self.completer,
-            FixedDelay(settings.retry_delay),
+            ExponentialBackoff(settings.retry_delay, settings.retry_max_delay),
             on_slot_freed=lambda: self.producer.wake(),
             on_retry_scheduled=lambda delay: self.producer.wake_after(delay),
             default_timeout=settings.job_timeout,

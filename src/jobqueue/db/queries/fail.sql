@@ -1,20 +1,28 @@
--- Records a batch of failed attempts. $1: the job ids; $2: {"<id>": {"attempt": n,
--- "error": text, "delay": seconds or null}, ...}. A null delay means no attempt is
--- left: the job stays failed. Otherwise it is pending again once the delay has
--- passed. Fenced like complete.sql, and for the same reason without a join.
-UPDATE {schema}.jobs AS j
-SET (status, run_at, last_error, finished_at) = (
-        SELECT CASE WHEN f.delay IS NULL THEN 'failed' ELSE 'pending' END,
-               CASE WHEN f.delay IS NULL THEN j.run_at
-                    ELSE now() + make_interval(secs => f.delay) END,
-               f.error,
-               CASE WHEN f.delay IS NULL THEN now() END
-        FROM jsonb_to_record($2::jsonb -> j.id::text) AS f(error text, delay float8)
-    ),
-    worker_id = NULL,
-    lease_expires_at = NULL,
-    updated_at = now()
-WHERE j.id = ANY($1::bigint[])
-  AND j.worker_id = $3
-  AND j.attempts = ($2::jsonb -> j.id::text ->> 'attempt')::integer
-RETURNING j.id
+-- Records a batch of failed attempts, and each in the job's attempt history.
+-- $1: the job ids; $2: {"<id>": {"attempt": n, "error": text, "traceback": text or
+-- null, "delay": seconds or null}, ...}; $3: the worker. A null delay means no attempt
+-- is left (or the handler discarded the job): the job stays failed. Otherwise it is
+-- pending again once the delay has passed. Fenced like complete.sql, and for the
+-- same reason without a join; only accepted writes reach the history.
+WITH failed AS (
+    UPDATE {schema}.jobs AS j
+    SET (status, run_at, last_error, finished_at) = (
+            SELECT CASE WHEN f.delay IS NULL THEN 'failed' ELSE 'pending' END,
+                   CASE WHEN f.delay IS NULL THEN j.run_at
+                        ELSE now() + make_interval(secs => f.delay) END,
+                   f.error,
+                   CASE WHEN f.delay IS NULL THEN now() END
+            FROM jsonb_to_record($2::jsonb -> j.id::text) AS f(error text, delay float8)
+        ),
+        worker_id = NULL,
+        lease_expires_at = NULL,
+        updated_at = now()
+    WHERE j.id = ANY($1::bigint[])
+      AND j.worker_id = $3
+      AND j.attempts = ($2::jsonb -> j.id::text ->> 'attempt')::integer
+    RETURNING j.id, j.attempts, j.started_at, j.last_error
+)
+INSERT INTO {schema}.job_attempts (job_id, attempt, worker_id, error, traceback, started_at)
+SELECT f.id, f.attempts, $3, f.last_error, $2::jsonb -> f.id::text ->> 'traceback', f.started_at
+FROM failed AS f
+RETURNING job_id AS id

@@ -1,22 +1,29 @@
 -- Returns jobs whose lease ran out (their worker died or froze) to the queue: pending
--- again while attempts are left, the lost attempt counted, else failed. Clearing
--- worker_id fences the lost worker out: its late writes change nothing.
+-- again while attempts are left, the lost attempt counted (and recorded in the
+-- attempt history), else failed. Clearing worker_id fences the lost worker out: its
+-- late writes change nothing.
 WITH expired AS (
-    SELECT id
+    SELECT id, worker_id
     FROM {schema}.jobs
     WHERE status = 'running' AND lease_expires_at < now()
     ORDER BY lease_expires_at
     LIMIT $1
     FOR UPDATE SKIP LOCKED
+), rescued AS (
+    UPDATE {schema}.jobs AS j
+    SET status = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'pending' END,
+        last_error = 'worker lost (lease expired)',
+        run_at = now(),
+        worker_id = NULL,
+        lease_expires_at = NULL,
+        finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
+        updated_at = now()
+    WHERE j.id = ANY(ARRAY(SELECT id FROM expired))
+    RETURNING j.id, j.status, j.attempts, j.max_attempts, j.queue, j.started_at, j.last_error
+), recorded AS (
+    INSERT INTO {schema}.job_attempts (job_id, attempt, worker_id, error, started_at)
+    SELECT r.id, r.attempts, e.worker_id, r.last_error, r.started_at
+    FROM rescued AS r JOIN expired AS e USING (id)
 )
-UPDATE {schema}.jobs AS j
-SET status = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'pending' END,
-    last_error = 'worker lost (lease expired)',
-    run_at = now(),
-    worker_id = NULL,
-    lease_expires_at = NULL,
-    finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
-    updated_at = now()
-WHERE j.id = ANY(ARRAY(SELECT id FROM expired))
-RETURNING j.id, j.status, j.attempts, j.max_attempts, j.queue,
-          pg_notify({channel}, j.queue) AS notified
+SELECT id, status, attempts, max_attempts, queue, pg_notify({channel}, queue) AS notified
+FROM rescued
