@@ -31,7 +31,15 @@ from jobqueue.db.migrate import migrate
 from jobqueue.db.pool import connect, create_pool, resolve_dsn
 from jobqueue.db.sql import Queries, queries
 from jobqueue.enqueuer import Enqueuer
-from jobqueue.job import Attempt, Job, JobStatus, WorkerInfo
+from jobqueue.job import (
+    RETRYABLE_STATES,
+    Attempt,
+    Job,
+    JobNotFound,
+    JobStateError,
+    JobStatus,
+    WorkerInfo,
+)
 from jobqueue.retry import RetryPolicy
 
 if TYPE_CHECKING:
@@ -43,6 +51,9 @@ Handler = Callable[..., Any]
 # (producer, completer, heartbeat, maintenance), whatever its WORKER_COUNT, and the
 # rest serve concurrent HTTP requests; more would mostly queue inside PostgreSQL.
 POOL_SIZE = 16
+# Jobs per statement of a bulk retry: each batch locks this many rows, briefly.
+RETRY_BATCH = 1000
+RETRYABLE = sorted(RETRYABLE_STATES)
 F = TypeVar("F", bound=Handler)
 T = TypeVar("T")
 
@@ -365,6 +376,50 @@ class JobQueue:
             self.queries.list_jobs, status, type, queue, after, limit
         )
         return [Job.from_record(r) for r in records]
+
+    async def retry(self, job_id: int) -> Job:
+        """Make a failed or cancelled job pending again, with fresh attempts, to run now.
+
+        Raises JobNotFound, or JobStateError for a job in any other state (a pending or
+        running job will run anyway; a completed one must not run twice by accident).
+        """
+        async with (await self.pool()).acquire() as conn, conn.transaction():
+            retried = await conn.fetch(
+                self.queries.retry_jobs, job_id, None, None, None, None, RETRYABLE, 1
+            )
+            # In the same transaction: the row as retried, before a worker can claim it.
+            record = await conn.fetchrow(self.queries.get_job, job_id)
+        if record is None:
+            raise JobNotFound(job_id)
+        job = Job.from_record(record)
+        if not retried:
+            raise JobStateError(job, "retry", "failed or cancelled")
+        return job
+
+    async def retry_many(
+        self,
+        *,
+        type: str | None = None,
+        queue: str | None = None,
+        finished_after: datetime | None = None,
+        finished_before: datetime | None = None,
+        statuses: Iterable[JobStatus | str] = RETRYABLE_STATES,
+    ) -> int:
+        """Retry every failed (and cancelled) job matching all the filters given; return
+        how many. Runs in batches of RETRY_BATCH, so that no statement locks them all."""
+        wanted = sorted({JobStatus(s) for s in statuses})
+        if not wanted or not set(wanted) <= RETRYABLE_STATES:
+            raise ValueError("statuses: only failed and cancelled jobs can be retried")
+        pool, total = await self.pool(), 0
+        while True:
+            retried = await pool.fetch(
+                self.queries.retry_jobs,
+                None, type, queue, finished_after, finished_before, wanted, RETRY_BATCH,
+            )  # fmt: skip
+            n = len(retried)
+            total += n
+            if n < RETRY_BATCH:
+                return total
 
     async def attempts(self, job_id: int) -> builtins.list[Attempt]:
         """The job's failed attempts, oldest first: error, traceback, worker, timing."""

@@ -21,7 +21,7 @@ from jobqueue.app import JobQueue
 from jobqueue.config import ConfigError, Settings
 from jobqueue.db.embedded import EmbeddedPostgresError
 from jobqueue.db.pool import is_unavailable
-from jobqueue.job import Attempt, Job, JobStatus
+from jobqueue.job import Attempt, Job, JobNotFound, JobStateError, JobStatus
 from jobqueue.server import Roles, StartupError, load_app, serve
 
 # Flags every command takes: they say where the database is.
@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except (ConfigError, UsageError) as exc:
         print(f"jobqueue: error: {exc}", file=sys.stderr)
         code = 2
-    except (StartupError, EmbeddedPostgresError) as exc:
+    except (StartupError, EmbeddedPostgresError, JobNotFound, JobStateError) as exc:
         print(f"jobqueue: error: {exc}", file=sys.stderr)
         code = 1
     except Exception as exc:
@@ -117,6 +117,20 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("id", type=int)
     add_output_flags(cmd)
     cmd.set_defaults(run=run_jobs_attempts)
+    cmd = jobs.add_parser(
+        "retry",
+        help="retry a failed or cancelled job, or every one matching filters",
+        description="With an ID: that job. Without: every failed and cancelled job matching "
+        "all the filters given (--all: every one).",
+    )
+    cmd.add_argument("id", type=int, nargs="?")
+    cmd.add_argument("--type")
+    cmd.add_argument("--queue")
+    cmd.add_argument("--finished-after", metavar="TIME", help="ISO 8601, with a time zone")
+    cmd.add_argument("--finished-before", metavar="TIME", help="ISO 8601, with a time zone")
+    cmd.add_argument("--all", action="store_true", help="no filter: every failed job")
+    add_output_flags(cmd)
+    cmd.set_defaults(run=run_jobs_retry)
     cmd = jobs.add_parser("list", help="list jobs, newest first")
     cmd.add_argument("--status", choices=[s.value for s in JobStatus])
     cmd.add_argument("--type")
@@ -286,6 +300,47 @@ def run_jobs_attempts(args: argparse.Namespace) -> int:
     ]  # fmt: skip
     print_rows(rows) if attempts else print(f"job {args.id} has no failed attempt")
     return 0
+
+
+def run_jobs_retry(args: argparse.Namespace) -> int:
+    filters = {
+        "type": args.type,
+        "queue": args.queue,
+        "finished_after": aware_time("--finished-after", args.finished_after),
+        "finished_before": aware_time("--finished-before", args.finished_before),
+    }
+    given = any(v is not None for v in filters.values())
+    if args.id is not None and (given or args.all):
+        raise UsageError("give a job ID or filters, not both")
+    if args.id is None and not (given or args.all):
+        raise UsageError("give a job ID, filters (--type, --queue, --finished-after/before) "
+                         "or --all")  # fmt: skip
+    jq = client(args)
+    if args.id is not None:
+        job = with_jobqueue(jq, lambda: jq.retry(args.id))
+        if args.json:
+            from jobqueue.encoding import to_json
+
+            print(to_json(job).decode())
+        else:
+            print(f"job {job.id} ({job.type}) is pending again")
+        return 0
+    retried = with_jobqueue(jq, lambda: jq.retry_many(**filters))
+    plural = "" if retried == 1 else "s"
+    print(json.dumps({"retried": retried}) if args.json else f"{retried} job{plural} pending again")
+    return 0
+
+
+def aware_time(flag: str, value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise UsageError(f"{flag} must be an ISO 8601 time, got {value!r}") from exc
+    if parsed.tzinfo is None:
+        raise UsageError(f"{flag} needs a time zone, e.g. {value}Z or {value}+01:00")
+    return parsed
 
 
 def run_jobs_list(args: argparse.Namespace) -> int:

@@ -30,6 +30,23 @@ class JobStatus(enum.StrEnum):
 
 
 FINAL_STATES = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED})
+RETRYABLE_STATES = frozenset({JobStatus.FAILED, JobStatus.CANCELLED})
+
+
+class JobNotFound(LookupError):
+    def __init__(self, job_id: int) -> None:
+        super().__init__(f"job {job_id} not found")
+        self.job_id = job_id
+
+
+class JobStateError(Exception):
+    """The job is in a state the operation does not apply to (HTTP 409)."""
+
+    def __init__(self, job: Job, action: str, allowed: str) -> None:
+        super().__init__(
+            f"cannot {action} job {job.id}: it is {job.status}; only {allowed} jobs can be"
+        )
+        self.job = job
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -4,7 +4,8 @@
                  "msg": "Input should be greater than or equal to 1",
                  "type": "greater_than_equal"}]}
 
-Errors about no single field (404, 409, 503) carry ``detail`` as one string.
+Errors about no single field (404, 409, 503) carry ``detail`` as one string; a 409
+also gives the job's current ``status``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import asyncpg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+
+from jobqueue.job import JobNotFound, JobStateError
 
 UNAVAILABLE: tuple[type[Exception], ...] = (
     OSError,
@@ -68,7 +71,18 @@ async def database_unavailable(request: Request, exc: Exception) -> JSONResponse
     )
 
 
+async def job_not_found(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse({"detail": str(exc)}, status_code=404)
+
+
+async def job_state_conflict(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, JobStateError)
+    return JSONResponse({"detail": str(exc), "status": exc.job.status}, status_code=409)
+
+
 def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(JobNotFound, job_not_found)
+    app.add_exception_handler(JobStateError, job_state_conflict)
     for exc in UNAVAILABLE:
         app.add_exception_handler(exc, database_unavailable)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, HTTPException, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from jobqueue.api.errors import UNAVAILABLE, field_error
 from jobqueue.app import JobQueue
@@ -49,6 +49,33 @@ class NewJobs(BaseModel):
 class AttemptList(BaseModel):
     attempts: list[Attempt]
     """Failed attempts, oldest first; a job that never failed has none."""
+
+
+class RetryFilter(BaseModel):
+    """Which jobs a bulk retry takes: all the filters given must match."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"type": "send_email", "finished_after": "2026-11-29T00:00:00Z"}]
+        },
+    )
+    type: str | None = Field(default=None, description="Only jobs of this type.")
+    queue: str | None = Field(default=None, description="Only jobs in this queue.")
+    finished_after: AwareDatetime | None = Field(
+        default=None, description="Only jobs that ended at or after this time."
+    )
+    finished_before: AwareDatetime | None = Field(
+        default=None, description="Only jobs that ended before this time."
+    )
+    statuses: list[Literal["failed", "cancelled"]] = Field(
+        default=["failed", "cancelled"], min_length=1, description="Which ended states to retry."
+    )
+
+
+class Retried(BaseModel):
+    retried: int
+    """How many jobs are pending again."""
 
 
 class BatchCreated(BaseModel):
@@ -153,6 +180,36 @@ async def get_job(request: Request, id: JobId) -> Response:
     if job is None:
         raise HTTPException(404, detail=f"job {id} not found")
     return job_response(job)
+
+
+@router.post(
+    "/jobs/{id}/retry",
+    response_model=Job,
+    summary="Retry a failed or cancelled job",
+    responses={
+        404: {"description": "No such job"},
+        409: {"description": "The job is pending, running or completed"},
+    },
+)
+async def retry_job(request: Request, id: JobId) -> Response:
+    """The job is pending again at once, with fresh attempts; its attempt history stays.
+    A pending or running job will run anyway, and a completed one must not run twice
+    by accident: those are a 409 naming the state."""
+    return job_response(await jobqueue(request).retry(id))
+
+
+@router.post("/jobs/retry", response_model=Retried, summary="Retry failed jobs by filter")
+async def retry_jobs(request: Request, where: Annotated[RetryFilter, Body()]) -> Retried:
+    """Every failed (and cancelled) job that matches all the filters given is pending
+    again, with fresh attempts. An empty body `{}` retries every failed and cancelled job."""
+    retried = await jobqueue(request).retry_many(
+        type=where.type,
+        queue=where.queue,
+        finished_after=where.finished_after,
+        finished_before=where.finished_before,
+        statuses=where.statuses,
+    )
+    return Retried(retried=retried)
 
 
 @router.get(

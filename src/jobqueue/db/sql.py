@@ -54,6 +54,7 @@ class Queries:
     ping: str
     release: str
     rescue: str
+    retry_jobs: str
     schema_create: str
     worker_heartbeat: str
     worker_register: str
