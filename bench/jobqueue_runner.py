@@ -58,7 +58,7 @@ class JobqueueAdapter(harness.Adapter):
         await self.conn.execute(statement)
 
     async def empty(self) -> None:
-        await self.conn.execute(f'TRUNCATE "{SCHEMA}".jobs RESTART IDENTITY')
+        await self.conn.execute(f'TRUNCATE "{SCHEMA}".jobs RESTART IDENTITY CASCADE')
 
     async def enqueue_one(self, seq: int | None) -> None:
         await self.jq.enqueue("bench", None if seq is None else {"seq": seq})
@@ -128,7 +128,7 @@ async def raw_copy(dsn: str, n: int, batch: int) -> dict[str, Any]:
     """COPY the rows enqueue_many writes (type, queue, payload), batch by batch."""
     conn = await asyncpg.connect(dsn)
     try:
-        await conn.execute(f'TRUNCATE "{SCHEMA}".jobs RESTART IDENTITY')
+        await conn.execute(f'TRUNCATE "{SCHEMA}".jobs RESTART IDENTITY CASCADE')
         await conn.execute("CHECKPOINT")
         rows = [("bench", "default", "{}")] * batch
         started = time.monotonic()
@@ -149,7 +149,7 @@ async def raw_insert(dsn: str, n: int) -> dict[str, Any]:
     """One prepared one-row INSERT per job, each its own transaction, one after another."""
     conn = await asyncpg.connect(dsn)
     try:
-        await conn.execute(f'TRUNCATE "{SCHEMA}".jobs RESTART IDENTITY')
+        await conn.execute(f'TRUNCATE "{SCHEMA}".jobs RESTART IDENTITY CASCADE')
         await conn.execute("CHECKPOINT")
         insert = await conn.prepare(
             f'INSERT INTO "{SCHEMA}".jobs (type, queue, payload) VALUES ($1, $2, $3) RETURNING id'

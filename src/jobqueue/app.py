@@ -38,6 +38,7 @@ from jobqueue.job import (
     JobNotFound,
     JobStateError,
     JobStatus,
+    QueueInfo,
     WorkerInfo,
 )
 from jobqueue.retry import RetryPolicy
@@ -425,6 +426,32 @@ class JobQueue:
         """The job's failed attempts, oldest first: error, traceback, worker, timing."""
         records = await (await self.pool()).fetch(self.queries.job_attempts, job_id)
         return [Attempt(**dict(r.items())) for r in records]
+
+    async def queues(self) -> builtins.list[QueueInfo]:
+        """Every queue with jobs or controls, by name."""
+        records = await (await self.pool()).fetch(self.queries.queues_overview, None)
+        return [QueueInfo(**dict(r.items())) for r in records]
+
+    async def queue(self, name: str) -> QueueInfo:
+        """One queue; a queue with no job and no control shows zeros."""
+        fields.check_options(queue=name)
+        records = await (await self.pool()).fetch(self.queries.queues_overview, name)
+        if records:
+            return QueueInfo(**dict(records[0].items()))
+        return QueueInfo(name, 0, 0, 0, 0, 0, False, None, None)
+
+    async def pause(self, name: str) -> QueueInfo:
+        """Stop every worker from starting jobs of this queue (running ones finish);
+        the queue keeps accepting jobs."""
+        fields.check_options(queue=name)
+        await (await self.pool()).execute(self.queries.queue_pause, name)
+        return await self.queue(name)
+
+    async def resume(self, name: str) -> QueueInfo:
+        """Let workers start this queue's jobs again, at once."""
+        fields.check_options(queue=name)
+        await (await self.pool()).execute(self.queries.queue_resume, name)
+        return await self.queue(name)
 
     async def workers(self) -> builtins.list[WorkerInfo]:
         """Worker processes that have announced themselves, oldest first."""

@@ -106,6 +106,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_output_flags(cmd)
     cmd.set_defaults(run=run_workers)
 
+    queues = commands.add_parser("queues", help="list queues; pause or resume one")
+    add_output_flags(queues)
+    queues.set_defaults(run=run_queues)
+    queue_commands = queues.add_subparsers(dest="queues_command", metavar="COMMAND")
+    for action, text in (("pause", "stop workers starting this queue's jobs"),
+                         ("resume", "let workers start this queue's jobs again")):  # fmt: skip
+        cmd = queue_commands.add_parser(action, help=text, description=text)
+        cmd.add_argument("name")
+        add_output_flags(cmd)
+        cmd.set_defaults(run=run_queues)
+
     jobs = commands.add_parser("jobs", help="inspect jobs").add_subparsers(
         dest="jobs_command", required=True, metavar="COMMAND"
     )
@@ -363,6 +374,35 @@ def run_jobs_list(args: argparse.Namespace) -> int:
         print(json.dumps([to_jsonable(j) for j in jobs]))
     else:
         print_table(jobs)
+    return 0
+
+
+def run_queues(args: argparse.Namespace) -> int:
+    action = getattr(args, "queues_command", None)
+    jq = client(args)
+    try:
+        if action == "pause":
+            queues = [with_jobqueue(jq, lambda: jq.pause(args.name))]
+        elif action == "resume":
+            queues = [with_jobqueue(jq, lambda: jq.resume(args.name))]
+        else:
+            queues = with_jobqueue(jq, lambda: jq.queues())
+    except ValueError as exc:  # a queue name that breaks the rule
+        raise UsageError(str(exc)) from exc
+    if args.json:
+        from jobqueue.encoding import to_jsonable
+
+        print(json.dumps([to_jsonable(q) for q in queues]))
+        return 0
+    rows = [("QUEUE", "PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "OLDEST", "STATE")]
+    rows += [
+        (q.name, str(q.pending), str(q.running), str(q.completed), str(q.failed),
+         str(q.cancelled),
+         "" if q.oldest_pending_seconds is None else f"{q.oldest_pending_seconds:.1f}s",
+         "paused" if q.paused else "active")
+        for q in queues
+    ]  # fmt: skip
+    print_rows(rows) if queues else print("no queues")
     return 0
 
 

@@ -130,3 +130,19 @@ class Attempt:
     finished_at: datetime
     seconds: float | None
     """How long the attempt ran, from its claim to its recorded end."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class QueueInfo:
+    """A queue at a glance: jobs by state, its controls, and how far behind it is."""
+
+    name: str
+    pending: int
+    running: int
+    completed: int
+    failed: int
+    cancelled: int
+    paused: bool
+    paused_at: datetime | None
+    oldest_pending_seconds: float | None
+    """How long the longest-waiting due job has waited; None when none is due."""

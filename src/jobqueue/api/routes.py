@@ -10,10 +10,11 @@ from fastapi import APIRouter, Body, HTTPException, Path, Query, Request, Respon
 from fastapi.responses import JSONResponse
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from jobqueue import fields
 from jobqueue.api.errors import UNAVAILABLE, field_error
 from jobqueue.app import JobQueue
 from jobqueue.encoding import to_json
-from jobqueue.job import Attempt, Job, JobStatus, WorkerInfo
+from jobqueue.job import Attempt, Job, JobStatus, QueueInfo, WorkerInfo
 from jobqueue.new_job import NewJob
 
 router = APIRouter()
@@ -76,6 +77,15 @@ class RetryFilter(BaseModel):
 class Retried(BaseModel):
     retried: int
     """How many jobs are pending again."""
+
+
+class QueueList(BaseModel):
+    queues: list[QueueInfo]
+
+
+QueueName = Annotated[
+    str, Path(pattern=fields.QUEUE_PATTERN, description="The queue's name.", examples=["mail"])
+]
 
 
 class BatchCreated(BaseModel):
@@ -250,6 +260,28 @@ async def list_jobs(
         status=status, type=type, queue=queue, after=after, limit=limit
     )
     return JobList(jobs=jobs, next_after=jobs[-1].id if len(jobs) == limit else None)
+
+
+@router.get("/queues", response_model=QueueList, summary="Every queue at a glance")
+async def list_queues(request: Request) -> QueueList:
+    """Each queue with jobs or controls: its jobs by state, whether it is paused, and
+    `oldest_pending_seconds`, how long its longest-waiting due job has waited (null when
+    none is due). The counts are kept by triggers as jobs change, so this reads a few
+    rows however many millions of jobs there are."""
+    return QueueList(queues=await jobqueue(request).queues())
+
+
+@router.post("/queues/{name}/pause", response_model=QueueInfo, summary="Pause a queue")
+async def pause_queue(request: Request, name: QueueName) -> QueueInfo:
+    """No worker starts a job of this queue until it is resumed; running jobs finish, and
+    new jobs are still accepted. Takes effect at each worker's next claim."""
+    return await jobqueue(request).pause(name)
+
+
+@router.post("/queues/{name}/resume", response_model=QueueInfo, summary="Resume a queue")
+async def resume_queue(request: Request, name: QueueName) -> QueueInfo:
+    """Workers start the queue's jobs again at once (they are woken by NOTIFY)."""
+    return await jobqueue(request).resume(name)
 
 
 @router.get("/workers", response_model=list[WorkerInfo], summary="Worker processes")

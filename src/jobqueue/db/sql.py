@@ -52,6 +52,9 @@ class Queries:
     migrations_create: str
     migrations_record: str
     ping: str
+    queue_pause: str
+    queue_resume: str
+    queues_overview: str
     release: str
     rescue: str
     retry_jobs: str

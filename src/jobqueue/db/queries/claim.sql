@@ -7,6 +7,9 @@ WITH due AS (
     SELECT id
     FROM {schema}.jobs
     WHERE status = 'pending' AND queue = $1 AND run_at <= now()
+      -- A paused queue starts nothing (evaluated once per claim, not per row).
+      AND NOT EXISTS (SELECT 1 FROM {schema}.queues AS q
+                      WHERE q.name = $1 AND q.paused_at IS NOT NULL)
     ORDER BY priority, run_at, id
     LIMIT $2
     FOR UPDATE SKIP LOCKED

@@ -1,0 +1,6 @@
+-- Resumes a paused queue and wakes the workers at once (they would otherwise wait
+-- for their next poll). Resuming a queue that is not paused changes nothing.
+UPDATE {schema}.queues
+SET paused_at = NULL, updated_at = now()
+WHERE name = $1 AND paused_at IS NOT NULL
+RETURNING name, pg_notify({channel}, name) AS notified

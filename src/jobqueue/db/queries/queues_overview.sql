@@ -1,0 +1,49 @@
+-- Every queue with jobs or controls: counts by state (from queue_counts, kept by
+-- triggers, so no job is counted here), whether it is paused, and how long its
+-- longest-waiting due job has waited. $1: one queue, or NULL for all.
+--
+-- The wait is found with the claim index (queue, priority, run_at): for each
+-- distinct pending priority, in turn, the earliest due run_at is the first index
+-- entry. The cost grows with the number of priorities in use, not of jobs.
+WITH counts AS (
+    SELECT queue, status, sum(n)::bigint AS n
+    FROM {schema}.queue_counts
+    WHERE $1::text IS NULL OR queue = $1
+    GROUP BY queue, status
+), names AS (
+    SELECT queue AS name FROM counts WHERE n <> 0
+    UNION
+    SELECT name FROM {schema}.queues WHERE $1::text IS NULL OR name = $1
+)
+SELECT names.name,
+       COALESCE(sum(c.n) FILTER (WHERE c.status = 'pending'), 0)::bigint AS pending,
+       COALESCE(sum(c.n) FILTER (WHERE c.status = 'running'), 0)::bigint AS running,
+       COALESCE(sum(c.n) FILTER (WHERE c.status = 'completed'), 0)::bigint AS completed,
+       COALESCE(sum(c.n) FILTER (WHERE c.status = 'failed'), 0)::bigint AS failed,
+       COALESCE(sum(c.n) FILTER (WHERE c.status = 'cancelled'), 0)::bigint AS cancelled,
+       q.paused_at IS NOT NULL AS paused,
+       q.paused_at,
+       (SELECT extract(epoch FROM now() - min(w.oldest))::float8
+        FROM (
+            WITH RECURSIVE priorities (p) AS (
+                (SELECT priority FROM {schema}.jobs
+                 WHERE status = 'pending' AND queue = names.name
+                 ORDER BY priority LIMIT 1)
+                UNION ALL
+                SELECT (SELECT priority FROM {schema}.jobs
+                        WHERE status = 'pending' AND queue = names.name
+                          AND priority > priorities.p
+                        ORDER BY priority LIMIT 1)
+                FROM priorities WHERE priorities.p IS NOT NULL
+            )
+            SELECT (SELECT run_at FROM {schema}.jobs
+                    WHERE status = 'pending' AND queue = names.name
+                      AND priority = priorities.p AND run_at <= now()
+                    ORDER BY run_at LIMIT 1) AS oldest
+            FROM priorities WHERE priorities.p IS NOT NULL
+        ) AS w) AS oldest_pending_seconds
+FROM names
+LEFT JOIN counts AS c ON c.queue = names.name
+LEFT JOIN {schema}.queues AS q ON q.name = names.name
+GROUP BY names.name, q.paused_at
+ORDER BY names.name
