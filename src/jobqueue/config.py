@@ -67,6 +67,26 @@ def optional_seconds(name: str, raw: str) -> float | None:
     return positive_seconds(name, raw)
 
 
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def retention(name: str, raw: str) -> float | None:
+    """A duration such as ``86400``, ``90m``, ``24h`` or ``7d``; ``forever``: keep."""
+    text = raw.strip().lower()
+    if text in ("forever", "never"):
+        return None
+    number, unit = (text[:-1], text[-1]) if text[-1:] in UNITS else (text, "s")
+    try:
+        value = float(number) * UNITS[unit]
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise ConfigError(
+            f"{name} must be a duration such as 86400, 90m, 24h or 7d, or forever; got {raw!r}"
+        )
+    return value
+
+
 IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,50}$")
 
 
@@ -215,6 +235,21 @@ class Settings:
         "How often the maintenance leader looks for expired leases. A job whose worker "
         "died is back in the queue within lease + this. Shorter costs one indexed query "
         "per interval.",
+    )
+    retain_completed: float | None = setting(
+        "JOBQUEUE_RETAIN_COMPLETED",
+        retention,
+        86400.0,
+        "How long completed and cancelled jobs are kept (seconds, or 90m, 24h, 7d; "
+        "`forever` keeps them). The leader deletes older ones in small batches. Longer "
+        "keeps more to look at, at the cost of a bigger table and its indexes.",
+    )
+    retain_failed: float | None = setting(
+        "JOBQUEUE_RETAIN_FAILED",
+        retention,
+        7 * 86400.0,
+        "How long failed jobs (dead letters) and their attempt history are kept; the same "
+        "forms. Longer leaves more time to inspect and retry them.",
     )
     queues: tuple[str, ...] = setting(
         "JOBQUEUE_QUEUES",

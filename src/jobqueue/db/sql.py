@@ -57,6 +57,7 @@ class Queries:
     queues_overview: str
     release: str
     rescue: str
+    retention_delete: str
     retry_jobs: str
     schema_create: str
     worker_heartbeat: str

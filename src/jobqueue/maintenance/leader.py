@@ -4,7 +4,8 @@ Every worker process runs a Maintenance. Each interval it claims or renews the
 leader row for three intervals; the process that holds it runs the rescuer. A
 leader that dies or freezes stops renewing, and another process takes over within
 three intervals. Two processes that both believe they lead for a moment do no harm:
-rescuing is idempotent (it only touches expired leases, under SKIP LOCKED).
+rescuing and retention are idempotent (they touch only expired leases and old
+finished jobs, under SKIP LOCKED).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import structlog
 from jobqueue.db.pool import log_failure
 from jobqueue.db.sql import Queries
 from jobqueue.maintenance.rescuer import Rescuer
+from jobqueue.maintenance.retention import Retention
 
 log = structlog.get_logger("jobqueue.maintenance")
 
@@ -34,12 +36,17 @@ class Maintenance:
         *,
         lease_seconds: float,
         interval: float,
+        retain_completed: float | None = None,
+        retain_failed: float | None = None,
     ) -> None:
         self._pool = pool
         self._q = queries
         self._id = worker_id
         self._interval = interval
         self.rescuer = Rescuer(pool, queries, lease_seconds=lease_seconds)
+        self.retention = Retention(
+            pool, queries, retain_completed=retain_completed, retain_failed=retain_failed
+        )
         self.is_leader = False
 
     async def run(self) -> None:
@@ -66,6 +73,7 @@ class Maintenance:
                 )
             if self.is_leader:
                 await self.rescuer.run_once()
+                await self.retention.run_if_due()
         except Exception as exc:
             log_failure(log, exc, "maintenance failed", "maintenance skipped")
 

@@ -88,6 +88,8 @@ class Worker:
             self.id,
             lease_seconds=settings.lease_seconds,
             interval=settings.rescue_interval,
+            retain_completed=settings.retain_completed,
+            retain_failed=settings.retain_failed,
         )
         self._settings = settings
         self._tasks: list[asyncio.Task[None]] = []

@@ -1,0 +1,69 @@
+"""Deletes finished jobs past their retention: JOBQUEUE_RETAIN_COMPLETED for completed and
+cancelled jobs, JOBQUEUE_RETAIN_FAILED for dead letters.
+
+It runs on the maintenance leader, at most once a minute, in batches of BATCH rows
+with a pause between them: each DELETE holds its row locks for milliseconds, and
+autovacuum (tuned for the jobs table, see migration 0005) keeps up with the dead rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import asyncpg
+import structlog
+
+from jobqueue.db.sql import Queries
+
+log = structlog.get_logger("jobqueue.retention")
+
+BATCH = 1000
+# Between batches: other queries and autovacuum get the table back for a moment.
+PAUSE_SECONDS = 0.05
+# At most this many batches per run, so that a large backlog (retention just turned
+# on) does not hold up the leader's other work; the next run goes on.
+MAX_BATCHES = 100
+EVERY_SECONDS = 60.0
+
+
+class Retention:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        queries: Queries,
+        *,
+        retain_completed: float | None,
+        retain_failed: float | None,
+    ) -> None:
+        self._pool = pool
+        self._q = queries
+        self._rules = [
+            (["completed", "cancelled"], retain_completed),
+            (["failed"], retain_failed),
+        ]
+        self._last_run: float | None = None
+
+    async def run_if_due(self) -> int:
+        now = time.monotonic()
+        if self._last_run is not None and now - self._last_run < EVERY_SECONDS:
+            return 0
+        self._last_run = now
+        return await self.run_once()
+
+    async def run_once(self) -> int:
+        """Delete what is past retention (up to MAX_BATCHES batches); return how many."""
+        deleted = 0
+        for statuses, keep in self._rules:
+            if keep is None:
+                continue
+            for _ in range(MAX_BATCHES):
+                status = await self._pool.execute(self._q.retention_delete, statuses, keep, BATCH)
+                n = int(status.split()[-1])  # "DELETE n"
+                deleted += n
+                if n < BATCH:
+                    break
+                await asyncio.sleep(PAUSE_SECONDS)
+        if deleted:
+            log.info(f"Retention deleted {deleted} finished jobs", deleted=deleted)
+        return deleted
