@@ -229,3 +229,15 @@ async def api_client(jq: JobQueue) -> AsyncIterator[httpx.AsyncClient]:
         transport=httpx.ASGITransport(app=app), base_url="http://test"
     ) as client:
         yield client
+
+
+def add_ok_and_bad_tasks(jq: JobQueue) -> None:
+    """Two tasks: "ok" succeeds, "bad" fails on its only attempt."""
+
+    @jq.task("ok")
+    async def ok(payload: dict[str, Any]) -> None:
+        pass
+
+    @jq.task("bad", max_attempts=1)
+    async def bad(payload: dict[str, Any]) -> None:
+        raise RuntimeError("no")

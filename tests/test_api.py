@@ -32,6 +32,7 @@ JOB_FIELDS = {
     "updated_at",
     "started_at",
     "finished_at",
+    "unique_key",
 }
 
 

@@ -15,7 +15,7 @@ import pytest
 from jobqueue.app import JobQueue
 from jobqueue.db.sql import queries
 from jobqueue.job import JobStatus
-from tests.conftest import StartWorker, wait_final
+from tests.conftest import StartWorker, add_ok_and_bad_tasks, wait_final
 from tests.test_cli import jobqueue as cli
 
 pytestmark = pytest.mark.anyio
@@ -39,14 +39,7 @@ async def reported_counts(jq: JobQueue) -> dict[tuple[str, str], int]:
 async def test_counts_follow_every_kind_of_change(
     jq: JobQueue, start_worker: StartWorker, db: asyncpg.Connection, schema: str
 ) -> None:
-    @jq.task("ok")
-    async def ok(payload: dict[str, Any]) -> None:
-        pass
-
-    @jq.task("bad", max_attempts=1)
-    async def bad(payload: dict[str, Any]) -> None:
-        raise RuntimeError("no")
-
+    add_ok_and_bad_tasks(jq)
     await jq.enqueue_many("ok", [{}] * 40, queue="mail")
     await asyncio.gather(*(jq.enqueue("bad", queue="reports") for _ in range(7)))
     await jq.enqueue("ok", queue="later", delay_seconds=3600)

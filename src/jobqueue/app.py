@@ -55,6 +55,8 @@ POOL_SIZE = 16
 # Jobs per statement of a bulk retry: each batch locks this many rows, briefly.
 RETRY_BATCH = 1000
 RETRYABLE = sorted(RETRYABLE_STATES)
+# Rounds of "take the key, else read its holder" before giving up (see _insert_unique).
+UNIQUE_ATTEMPTS = 5
 F = TypeVar("F", bound=Handler)
 T = TypeVar("T")
 
@@ -235,6 +237,8 @@ class JobQueue:
         max_attempts: int | None = None,
         run_at: datetime | None = None,
         delay_seconds: float | None = None,
+        unique_key: str | None = None,
+        unique_for: float | None = None,
         conn: asyncpg.Connection | None = None,
     ) -> Job:
         """Store a new job and return it.
@@ -242,8 +246,12 @@ class JobQueue:
         With ``conn`` (an asyncpg connection inside the application's transaction)
         the job exists exactly when that transaction commits, and workers are
         woken at commit. A value that breaks a rule raises ValueError naming the field.
+
+        With ``unique_key``, while another job with that key is pending or running (or
+        completed less than ``unique_for`` seconds ago), nothing is stored and that job
+        is returned instead.
         """
-        fields.check_options(payload=payload)
+        fields.check_options(payload=payload, unique_key=unique_key, unique_for=unique_for)
         row = self._row(
             type,
             payload or {},
@@ -253,18 +261,50 @@ class JobQueue:
             run_at=run_at,
             delay_seconds=delay_seconds,
         )
-        return await self._insert(row, conn)
+        job, _ = await self._insert(row, unique_key, unique_for, conn)
+        return job
 
-    async def enqueue_job(self, spec: NewJob, *, conn: asyncpg.Connection | None = None) -> Job:
-        """Store a job described by a validated NewJob (what POST /jobs receives)."""
-        return await self._insert(self._row_of(spec), conn)
+    async def enqueue_job(
+        self, spec: NewJob, *, conn: asyncpg.Connection | None = None
+    ) -> tuple[Job, bool]:
+        """Store a job described by a validated NewJob (what POST /jobs receives); return
+        it and whether it is new (False: the holder of its unique key)."""
+        row = self._row_of(spec)
+        return await self._insert(row, spec.unique_key, spec.unique_for, conn)
 
-    async def _insert(self, row: tuple[Any, ...], conn: asyncpg.Connection | None) -> Job:
+    async def _insert(
+        self,
+        row: tuple[Any, ...],
+        unique_key: str | None,
+        unique_for: float | None,
+        conn: asyncpg.Connection | None,
+    ) -> tuple[Job, bool]:
+        if unique_key is not None:
+            return await self._insert_unique(row, unique_key, unique_for, conn)
         if conn is not None:  # the caller's transaction: never shared with other calls
-            return Job.from_record(await conn.fetchrow(self.queries.enqueue, *row))
+            return Job.from_record(await conn.fetchrow(self.queries.enqueue, *row)), True
         await self.pool()
         enqueuer = self._enqueuers[asyncio.get_running_loop()]
-        return Job.from_record(await enqueuer.insert(row))
+        return Job.from_record(await enqueuer.insert(row)), True
+
+    async def _insert_unique(
+        self,
+        row: tuple[Any, ...],
+        key: str,
+        hold: float | None,
+        conn: asyncpg.Connection | None,
+    ) -> tuple[Job, bool]:
+        db = conn if conn is not None else await self.pool()
+        # A holder can finish (or be deleted) between our attempt and our look at it:
+        # then the key is free, and the next attempt takes it.
+        for _ in range(UNIQUE_ATTEMPTS):
+            record = await db.fetchrow(self.queries.enqueue_unique, *row, key, hold)
+            if record is not None:
+                return Job.from_record(record), True
+            holder = await db.fetchrow(self.queries.unique_holder, key)
+            if holder is not None:
+                return Job.from_record(holder), False
+        raise RuntimeError(f"unique key {key!r} kept changing hands; try again")
 
     async def enqueue_many(
         self,
@@ -303,7 +343,12 @@ class JobQueue:
     async def enqueue_jobs(
         self, specs: Sequence[NewJob], *, conn: asyncpg.Connection | None = None
     ) -> list[int]:
-        """Store jobs of any types and options, all or none, in one statement."""
+        """Store jobs of any types and options, all or none, in one statement. Unique
+        keys are for ``enqueue`` (POST /jobs): a batch cannot say which of its jobs a
+        taken key should drop."""
+        for i, spec in enumerate(specs):
+            if spec.unique_key is not None:
+                raise ValueError(f"jobs[{i}].unique_key: not supported in a batch")
         rows = [self._row_of(spec) for spec in specs]
         columns = tuple(list(column) for column in zip(*rows, strict=True)) if rows else ()
         return await self._insert_many(columns or ([],) * 7, conn)

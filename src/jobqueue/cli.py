@@ -99,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--max-attempts", type=int)
     cmd.add_argument("--run-at", help="ISO 8601 time with a zone, e.g. 2026-12-01T09:00:00Z")
     cmd.add_argument("--delay", type=float, help="seconds from now")
+    cmd.add_argument("--unique-key", help="store nothing while a job with this key is active")
+    cmd.add_argument("--unique-for", type=float, help="seconds the key holds after completion")
     add_output_flags(cmd)
     cmd.set_defaults(run=run_enqueue)
 
@@ -259,6 +261,8 @@ def run_enqueue(args: argparse.Namespace) -> int:
                 max_attempts=args.max_attempts,
                 run_at=run_at,
                 delay_seconds=args.delay,
+                unique_key=args.unique_key,
+                unique_for=args.unique_for,
             ),
         )
     except ValueError as exc:  # a rule of jobqueue.fields, naming the field

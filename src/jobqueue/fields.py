@@ -20,6 +20,7 @@ TYPE_MAX_LENGTH = 200
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 MAX_ATTEMPTS_LIMIT = 1000
 MAX_DELAY_SECONDS = 10 * 365 * 86400
+UNIQUE_KEY_MAX_LENGTH = 255
 
 _QUEUE = re.compile(QUEUE_PATTERN)
 
@@ -40,6 +41,8 @@ def check_options(
     max_attempts: Any = None,
     run_at: Any = None,
     delay_seconds: Any = None,
+    unique_key: Any = None,
+    unique_for: Any = None,
 ) -> None:
     """Raise ValueError, naming the field, for the first option that breaks a rule."""
     if payload is not None and not isinstance(payload, Mapping):
@@ -63,6 +66,20 @@ def check_options(
                          f"got {delay_seconds!r}")  # fmt: skip
     if run_at is not None and delay_seconds is not None:
         raise ValueError("run_at, delay_seconds: give run_at or delay_seconds, not both")
+    if unique_key is not None and not (
+        isinstance(unique_key, str) and 1 <= len(unique_key) <= UNIQUE_KEY_MAX_LENGTH
+    ):
+        raise ValueError(f"unique_key: must be a string of 1 to {UNIQUE_KEY_MAX_LENGTH} "
+                         f"characters, got {unique_key!r}")  # fmt: skip
+    if unique_for is not None and not (
+        isinstance(unique_for, int | float)
+        and not isinstance(unique_for, bool)
+        and 0 <= unique_for <= MAX_DELAY_SECONDS
+    ):
+        raise ValueError(f"unique_for: must be a number of seconds from 0 to "
+                         f"{MAX_DELAY_SECONDS}, got {unique_for!r}")  # fmt: skip
+    if unique_for is not None and unique_key is None:
+        raise ValueError("unique_for: needs a unique_key")
 
 
 def _is_int_in(value: Any, low: int, high: int) -> bool:

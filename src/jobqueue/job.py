@@ -70,6 +70,7 @@ class Job:
                     "updated_at": "2026-11-29T10:00:00.05Z",
                     "started_at": "2026-11-29T10:00:00.01Z",
                     "finished_at": "2026-11-29T10:00:00.05Z",
+                    "unique_key": None,
                 }
             ]
         },
@@ -90,6 +91,7 @@ class Job:
     updated_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    unique_key: str | None
 
     @classmethod
     def from_record(cls, record: Any) -> Job:

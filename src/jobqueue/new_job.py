@@ -52,8 +52,23 @@ class NewJob(BaseModel):
         default=None, description="Do not start before this many seconds from now."
     )
 
+    unique_key: (
+        Annotated[str, StringConstraints(min_length=1, max_length=fields.UNIQUE_KEY_MAX_LENGTH)]
+        | None
+    ) = Field(
+        default=None,
+        description="While a job with this key is pending or running (or completed less "
+        "than `unique_for` seconds ago), no new job is stored: the answer is that job, "
+        "with 200 instead of 201. The `Idempotency-Key` header sets it too.",
+    )
+    unique_for: Annotated[float, Field(ge=0, le=fields.MAX_DELAY_SECONDS)] | None = Field(
+        default=None, description="Seconds the key stays taken after the job completed."
+    )
+
     @model_validator(mode="after")
-    def one_start_time(self) -> NewJob:
+    def consistent(self) -> NewJob:
         if self.run_at is not None and self.delay_seconds is not None:
             raise ValueError("give run_at or delay_seconds, not both")
+        if self.unique_for is not None and self.unique_key is None:
+            raise ValueError("unique_for needs a unique_key")
         return self

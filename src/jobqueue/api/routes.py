@@ -6,7 +6,7 @@ import asyncio
 import json
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Body, HTTPException, Path, Query, Request, Response
+from fastapi import APIRouter, Body, Header, HTTPException, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
@@ -115,19 +115,40 @@ def jobqueue(request: Request) -> JobQueue:
     response_model=Job,
     summary="Enqueue a job",
     responses={
+        200: {"description": "A job with the same unique key exists: that job, nothing stored"},
         400: {"description": "Malformed JSON"},
         413: {"description": "Payload over JOBQUEUE_MAX_PAYLOAD_BYTES"},
         422: {"description": "Invalid field, unknown field, or no handler for the type"},
         503: {"description": "Database unavailable"},
     },
 )
-async def create_job(request: Request, new: Annotated[NewJob, Body()]) -> Response:
+async def create_job(
+    request: Request,
+    new: Annotated[NewJob, Body()],
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            min_length=1,
+            max_length=fields.UNIQUE_KEY_MAX_LENGTH,
+            description="The job's `unique_key`, for clients that retry a POST: a retried "
+            "request gets the job the first one stored.",
+        ),
+    ] = None,
+) -> Response:
     jq = jobqueue(request)
+    if idempotency_key is not None:
+        if new.unique_key not in (None, idempotency_key):
+            raise HTTPException(
+                422,
+                detail=[field_error(["body", "unique_key"],
+                                    "differs from the Idempotency-Key header", "mismatch")],
+            )  # fmt: skip
+        new = new.model_copy(update={"unique_key": idempotency_key})
     problems = check(request, new, ["body"])
     if problems:
         raise HTTPException(problems_status(problems), detail=problems)
-    job = await jq.enqueue_job(new)
-    return job_response(job, 201, {"Location": f"/jobs/{job.id}"})
+    job, created = await jq.enqueue_job(new)
+    return job_response(job, 201 if created else 200, {"Location": f"/jobs/{job.id}"})
 
 
 @router.post(
@@ -155,9 +176,16 @@ async def create_jobs(request: Request, batch: Annotated[NewJobs, Body()]) -> Ba
 
 
 def check(request: Request, new: NewJob, loc: list[str | int]) -> list[dict[str, object]]:
-    """What the model cannot check alone: the payload's size and the type's handler."""
+    """What the model cannot check alone: the payload's size and the type's handler, and
+    in a batch, that no job has a unique key."""
     jq = jobqueue(request)
     problems = []
+    if "jobs" in loc and new.unique_key is not None:
+        problems.append(
+            field_error(
+                [*loc, "unique_key"], "not supported in a batch; use POST /jobs", "not_supported"
+            )
+        )
     size = len(json.dumps(new.payload, separators=(",", ":")).encode())
     if size > jq.settings.max_payload_bytes:
         problems.append(

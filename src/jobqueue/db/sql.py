@@ -41,6 +41,7 @@ class Queries:
     enqueue: str
     enqueue_payloads: str
     enqueue_rows: str
+    enqueue_unique: str
     fail: str
     get_job: str
     job_attempts: str
@@ -62,6 +63,8 @@ class Queries:
     schema_create: str
     worker_heartbeat: str
     worker_register: str
+    unique_holder: str
+    unique_keys_expire: str
     worker_unregister: str
     workers_list: str
     workers_prune: str

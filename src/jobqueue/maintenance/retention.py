@@ -66,4 +66,8 @@ class Retention:
                 await asyncio.sleep(PAUSE_SECONDS)
         if deleted:
             log.info(f"Retention deleted {deleted} finished jobs", deleted=deleted)
+        for _ in range(MAX_BATCHES):  # unique keys whose hold has ended
+            status = await self._pool.execute(self._q.unique_keys_expire, BATCH)
+            if int(status.split()[-1]) < BATCH:
+                break
         return deleted
