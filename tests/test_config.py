@@ -68,3 +68,19 @@ def test_the_readme_documents_every_setting_with_its_flag_and_default() -> None:
         )
         assert shown in row, (row, shown)
     assert Settings().migrate is True
+
+
+def test_worker_processes_inherit_every_setting_none_included() -> None:
+    """`--processes` passes the settings on as variables: a None that is not the default
+    (retention `forever`) must come back as None, not as the default."""
+    from jobqueue.supervisor import child_environment
+
+    settings = config.load(
+        {"JOBQUEUE_RETAIN_COMPLETED": "forever", "JOBQUEUE_QUEUES": "mail=3,default"}
+    )
+    env = child_environment(settings, "postgresql://x")
+    again = config.load(env)
+    assert again.retain_completed is None
+    assert again.job_timeout is None
+    assert again.queues == ("mail=3", "default")
+    assert again.retain_failed == settings.retain_failed

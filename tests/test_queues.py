@@ -15,7 +15,7 @@ import pytest
 from jobqueue.app import JobQueue
 from jobqueue.db.sql import queries
 from jobqueue.job import JobStatus
-from tests.conftest import StartWorker, add_ok_and_bad_tasks, wait_final
+from tests.conftest import Spawn, StartWorker, add_ok_and_bad_tasks, wait_final
 from tests.test_cli import jobqueue as cli
 
 pytestmark = pytest.mark.anyio
@@ -143,3 +143,51 @@ async def test_queues_from_the_cli(env: dict[str, str], jq: JobQueue) -> None:
     bad = cli(env, "queues", "pause", "no spaces")
     assert (bad.returncode, bad.stderr.count("\n")) == (2, 1)
     assert bad.stderr.startswith("jobqueue: error: queue: must match")
+
+
+async def test_a_queue_limit_caps_its_jobs_while_other_queues_use_the_free_slots(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    running = {"slow": 0, "fast": 0}
+    peak = {"slow": 0, "fast": 0}
+
+    async def body(kind: str) -> None:
+        running[kind] += 1
+        peak[kind] = max(peak[kind], running[kind])
+        await asyncio.sleep(0.3)
+        running[kind] -= 1
+
+    @jq.task("slow", queue="slow")
+    async def slow(payload: dict[str, Any]) -> None:
+        await body("slow")
+
+    @jq.task("fast")
+    async def fast(payload: dict[str, Any]) -> None:
+        await body("fast")
+
+    slow_ids = await jq.enqueue_many("slow", [{}] * 6, queue="slow")
+    fast_ids = await jq.enqueue_many("fast", [{}] * 6)
+    await start_worker(worker_count=10, queues=("slow=2", "default"))
+    for job_id in [*slow_ids, *fast_ids]:
+        assert (await wait_final(jq, job_id)).status == JobStatus.COMPLETED
+    assert peak["slow"] == 2
+    assert peak["fast"] >= 5  # the slots the slow queue may not take
+
+
+def test_queue_limits_are_parsed_or_refused_in_one_line() -> None:
+    from jobqueue.config import ConfigError, queue_limits, queue_list
+
+    assert queue_limits(queue_list("Q", "mail=10, reports=2,default")) == {
+        "mail": 10,
+        "reports": 2,
+        "default": None,
+    }
+    for bad in ("mail=0", "mail=x", "no spaces=1", ""):
+        with pytest.raises(ConfigError, match=r"e\.g\. mail=10,default"):
+            queue_list("JOBQUEUE_QUEUES", bad)
+
+
+def test_the_queue_flag_sets_limits(spawn: Spawn, env: dict[str, str]) -> None:
+    worker = spawn(["worker", "--queue", "mail=3", "--queue", "default"], env, name="worker")
+    worker.wait_for_output("queues='mail=3,default'")
+    assert worker.stop() == 0

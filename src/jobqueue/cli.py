@@ -74,6 +74,15 @@ def build_parser() -> argparse.ArgumentParser:
             const="false",
             help="do not apply the schema at start-up",
         )
+        if roles.worker:
+            cmd.add_argument(
+                "--queue",
+                action="append",
+                dest="queue_entries",
+                metavar="NAME[=N]",
+                help="serve this queue, at most N of its jobs at once if given; repeatable "
+                "(the same as JOBQUEUE_QUEUES, which it replaces)",
+            )
         if name == "worker":
             cmd.add_argument(
                 "--processes",
@@ -180,6 +189,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
     }
     if getattr(args, "migrate", None) == "false":
         flags["migrate"] = "false"
+    if getattr(args, "queue_entries", None):
+        flags["queues"] = ",".join(args.queue_entries)
     return config.load(flags=flags)
 
 

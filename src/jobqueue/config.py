@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,13 +102,29 @@ QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
 
 
 def queue_list(name: str, raw: str) -> tuple[str, ...]:
+    """Queue names, each with an optional limit of jobs at once: ``mail=10,reports=2,default``."""
     queues = tuple(q.strip() for q in raw.split(",") if q.strip())
-    if not queues or not all(QUEUE_NAME.match(q) for q in queues):
+    try:
+        queue_limits(queues)
+    except ValueError:
+        queues = ()
+    if not queues:
         raise ConfigError(
-            f"{name} must be a comma-separated list of queue names "
-            f"(letters, digits, _ . : -), got {raw!r}"
+            f"{name} must be a comma-separated list of queue names (letters, digits, _ . : -), "
+            f"each with an optional =N limit, e.g. mail=10,default; got {raw!r}"
         )
     return queues
+
+
+def queue_limits(entries: Sequence[str]) -> dict[str, int | None]:
+    """``("mail=10", "default")`` -> ``{"mail": 10, "default": None}`` (None: no own limit)."""
+    limits: dict[str, int | None] = {}
+    for entry in entries:
+        queue, sep, limit = entry.partition("=")
+        if not QUEUE_NAME.match(queue) or (sep and not (limit.isdigit() and int(limit) > 0)):
+            raise ValueError(entry)
+        limits[queue] = int(limit) if sep else None
+    return limits
 
 
 def text(name: str, raw: str) -> str:
@@ -128,6 +144,14 @@ def one_of(*choices: str) -> Callable[[str, str], str]:
         return raw.lower()
 
     return parse
+
+
+# How a parser spells "none", for passing a None setting on as a variable.
+NONE_SPELLING: dict[Callable[[str, str], Any], str] = {
+    retention: "forever",
+    optional_seconds: "none",
+    optional_text: "",
+}
 
 
 def setting(env: str, parse: Callable[[str, str], Any], default: Any, doc: str) -> Any:
@@ -256,7 +280,9 @@ class Settings:
         queue_list,
         ("default",),
         "Queues the workers of this process serve, comma-separated, besides the queues "
-        "named by the loaded tasks.",
+        "named by the loaded tasks; `mail=10` also caps that queue at 10 jobs at once "
+        "(within WORKER_COUNT), so a slow queue cannot take every slot. `--queue mail=10` "
+        "(repeatable) is the same as a flag.",
     )
     app: str | None = setting(
         "JOBQUEUE_APP",

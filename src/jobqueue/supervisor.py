@@ -74,7 +74,9 @@ def child_environment(settings: Settings, dsn: str) -> dict[str, str]:
     for f in config.env_settings():
         value = getattr(settings, f.name)
         name = f.metadata["env"]
-        if value is None:
+        if value is None and f.default is not None:  # "none" spelled so it parses back
+            env[name] = config.NONE_SPELLING[f.metadata["parse"]]
+        elif value is None:
             env.pop(name, None)
         else:
             env[name] = ",".join(value) if isinstance(value, tuple) else str(value)

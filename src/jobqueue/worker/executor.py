@@ -7,6 +7,7 @@ outcome. A handler that raises fails only its own attempt.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import time
 import traceback
@@ -59,6 +60,7 @@ class Executor:
         # One thread per slot, so sync handlers never wait for each other.
         self._threads = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="jobqueue-handler")
         self._running: dict[int, tuple[ClaimedJob, asyncio.Task[None]]] = {}
+        self._per_queue: collections.Counter[str] = collections.Counter()
         self._log = log.bind()
         self._log_jobs = logs.enabled("info")
 
@@ -70,10 +72,14 @@ class Executor:
     def running(self) -> int:
         return len(self._running)
 
+    def running_in(self, queue: str) -> int:
+        return self._per_queue[queue]
+
     def running_jobs(self) -> list[ClaimedJob]:
         return [job for job, _ in self._running.values()]
 
     def start(self, job: ClaimedJob) -> None:
+        self._per_queue[job.queue] += 1
         self._running[job.id] = (job, asyncio.create_task(self._run(job)))
 
     async def _run(self, job: ClaimedJob) -> None:
@@ -106,6 +112,7 @@ class Executor:
             self._completer.complete(job)
         finally:
             del self._running[job.id]
+            self._per_queue[job.queue] -= 1
             self._on_slot_freed()
 
     async def _invoke(self, job: ClaimedJob) -> None:
@@ -196,6 +203,7 @@ class Executor:
         for job, _ in list(self._running.values()):
             self._completer.release(job)
         self._running.clear()
+        self._per_queue.clear()
         return len(running)
 
     def shutdown_threads(self) -> None:

@@ -2,13 +2,16 @@
 
 It sleeps until a NOTIFY names one of its queues, a slot frees up, or the poll
 interval passes (the fallback that also finds scheduled and retried jobs).
+
+A queue with a limit (``mail=10``) never has more than that many jobs running in
+this process; the others share whatever slots are free.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import asyncpg
 import structlog
@@ -31,6 +34,7 @@ class Producer:
         executor: Executor,
         *,
         queues: Sequence[str],
+        limits: Mapping[str, int] | None = None,
         worker_id: str,
         lease_seconds: float,
         poll_interval: float,
@@ -40,6 +44,7 @@ class Producer:
         self._q = queries
         self._executor = executor
         self.queues = tuple(queues)
+        self._limits = dict(limits or {})
         self._worker_id = worker_id
         self._lease_seconds = lease_seconds
         self._poll_interval = poll_interval
@@ -92,13 +97,17 @@ class Producer:
         for queue in self.queues[self._turn :] + self.queues[: self._turn]:
             if free == 0 or self._stopping:
                 break
+            limit = self._limits.get(queue)
+            wanted = free if limit is None else min(free, limit - self._executor.running_in(queue))
+            if wanted <= 0:
+                continue  # at its limit: a finishing job of this queue wakes us
             rows = await self._pool.fetch(
-                self._q.claim, queue, free, self._worker_id, self._lease_seconds
+                self._q.claim, queue, wanted, self._worker_id, self._lease_seconds
             )
             self.claims += 1
             self.claimed += len(rows)
             for row in rows:
                 self._executor.start(ClaimedJob.from_record(row))
-            more = more or len(rows) == free
+            more = more or len(rows) == wanted
             free -= len(rows)
         return more

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 import asyncpg
 import structlog
 
+from jobqueue import config
 from jobqueue.app import Task
 from jobqueue.config import Settings
 from jobqueue.db.sql import queries
@@ -45,13 +46,12 @@ class Worker:
         dsn: str,
         settings: Settings,
         tasks: Mapping[str, Task],
-        *,
-        queues: tuple[str, ...] | None = None,
     ) -> None:
         q = queries(settings.schema)
         self.id = new_worker_id()
-        queue_names = queues or tuple(
-            dict.fromkeys([*settings.queues, *sorted({t.queue for t in tasks.values() if t.queue})])
+        limits = config.queue_limits(settings.queues)
+        queue_names = tuple(
+            dict.fromkeys([*limits, *sorted({t.queue for t in tasks.values() if t.queue})])
         )
         self.completer = Completer(pool, q, self.id)
         self.executor = Executor(
@@ -68,6 +68,7 @@ class Worker:
             q,
             self.executor,
             queues=queue_names,
+            limits={q: n for q, n in limits.items() if n is not None},
             worker_id=self.id,
             lease_seconds=settings.lease_seconds,
             poll_interval=settings.poll_interval,
@@ -92,6 +93,7 @@ class Worker:
             retain_failed=settings.retain_failed,
         )
         self._settings = settings
+        self._limits = limits
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -106,7 +108,10 @@ class Worker:
         log.info(
             "worker started",
             worker_id=self.id,
-            queues=",".join(self.producer.queues),
+            queues=",".join(
+                q if self._limits.get(q) is None else f"{q}={self._limits[q]}"
+                for q in self.producer.queues
+            ),
             slots=self._settings.worker_count,
         )
 
