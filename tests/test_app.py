@@ -38,6 +38,15 @@ async def test_run_at_and_delay(jq: JobQueue) -> None:
     assert (await jq.enqueue("x", run_at=at)).run_at == at
     delayed = await jq.enqueue("x", delay_seconds=90)
     assert timedelta(seconds=89) < delayed.run_at - delayed.created_at < timedelta(seconds=91)
+    # Fractions count: the delay is a float8 in every enqueue statement, not an integer.
+    brief = await jq.enqueue("x", delay_seconds=0.8)
+    assert brief.run_at - brief.created_at == timedelta(seconds=0.8)
+    [many] = await jq.enqueue_many("x", [{}], delay_seconds=0.8)
+    unique = await jq.enqueue("x", delay_seconds=0.8, unique_key="u")
+    for job_id in (many, unique.id):
+        job = await jq.get(job_id)
+        assert job is not None
+        assert job.run_at - job.created_at == timedelta(seconds=0.8)
     with pytest.raises(ValueError, match="not both"):
         await jq.enqueue("x", run_at=at, delay_seconds=1)
 

@@ -260,6 +260,15 @@ class Settings:
         "died is back in the queue within lease + this. Shorter costs one indexed query "
         "per interval.",
     )
+    priority_aging: float | None = setting(
+        "JOBQUEUE_PRIORITY_AGING",
+        optional_seconds,
+        300.0,
+        "A due job that waited this long while better-priority jobs of its queue ran moves "
+        "up one priority step, and again after each further such wait, so a job of priority "
+        "p starts within about (p - best + 1) times this. Shorter lets low priorities catch "
+        "up sooner; `none` turns aging off (strict priorities can starve).",
+    )
     retain_completed: float | None = setting(
         "JOBQUEUE_RETAIN_COMPLETED",
         retention,

@@ -53,6 +53,7 @@ class Queries:
     migrations_create: str
     migrations_record: str
     ping: str
+    priority_age: str
     queue_pause: str
     queue_resume: str
     queues_overview: str

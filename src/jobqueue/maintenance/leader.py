@@ -18,6 +18,7 @@ import structlog
 
 from jobqueue.db.pool import log_failure
 from jobqueue.db.sql import Queries
+from jobqueue.maintenance.aging import Aging
 from jobqueue.maintenance.rescuer import Rescuer
 from jobqueue.maintenance.retention import Retention
 
@@ -38,12 +39,14 @@ class Maintenance:
         interval: float,
         retain_completed: float | None = None,
         retain_failed: float | None = None,
+        priority_aging: float | None = None,
     ) -> None:
         self._pool = pool
         self._q = queries
         self._id = worker_id
         self._interval = interval
         self.rescuer = Rescuer(pool, queries, lease_seconds=lease_seconds)
+        self.aging = Aging(pool, queries, step_seconds=priority_aging)
         self.retention = Retention(
             pool, queries, retain_completed=retain_completed, retain_failed=retain_failed
         )
@@ -73,6 +76,7 @@ class Maintenance:
                 )
             if self.is_leader:
                 await self.rescuer.run_once()
+                await self.aging.run_if_due()
                 await self.retention.run_if_due()
         except Exception as exc:
             log_failure(log, exc, "maintenance failed", "maintenance skipped")

@@ -91,6 +91,7 @@ class Worker:
             interval=settings.rescue_interval,
             retain_completed=settings.retain_completed,
             retain_failed=settings.retain_failed,
+            priority_aging=settings.priority_aging,
         )
         self._settings = settings
         self._limits = limits

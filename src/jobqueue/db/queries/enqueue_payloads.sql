@@ -3,7 +3,7 @@
 -- of one array per column. Rows go in array order, so the ids come back in that order.
 INSERT INTO {schema}.jobs (type, queue, payload, priority, max_attempts, run_at)
 SELECT $1, $2, n.payload::jsonb, $4, $5,
-       COALESCE($6, now() + make_interval(secs => COALESCE($7, 0)))
+       COALESCE($6, now() + make_interval(secs => COALESCE($7::float8, 0)))
 FROM unnest($3::text[]) WITH ORDINALITY AS n(payload, ord)
 ORDER BY n.ord
 RETURNING id

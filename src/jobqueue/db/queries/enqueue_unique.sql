@@ -20,6 +20,6 @@ INSERT INTO {schema}.jobs
     (id, type, queue, payload, priority, max_attempts, run_at, unique_key)
 OVERRIDING SYSTEM VALUE
 SELECT key.job_id, $1, $2, $3::jsonb, $4, $5,
-       COALESCE($6, now() + make_interval(secs => COALESCE($7, 0))), $8
+       COALESCE($6, now() + make_interval(secs => COALESCE($7::float8, 0))), $8
 FROM key
 RETURNING *
