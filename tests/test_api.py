@@ -33,6 +33,7 @@ JOB_FIELDS = {
     "started_at",
     "finished_at",
     "unique_key",
+    "cancel_requested_at",
 }
 
 

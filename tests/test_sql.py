@@ -70,7 +70,7 @@ async def test_claim_reads_the_pending_index_not_finished_jobs(
 @pytest.mark.parametrize(
     ("name", "types", "args"),
     [
-        ("complete", "bigint[], jsonb, text", ""),
+        ("complete", "bigint[], jsonb, text, text, text", ", 'completed', NULL"),
         ("fail", "bigint[], jsonb, text", ""),
         ("release", "bigint[], jsonb, text", ""),
         ("heartbeat", "bigint[], jsonb, text, float8", ", 30"),

@@ -32,6 +32,7 @@ from jobqueue.db.pool import connect, create_pool, resolve_dsn
 from jobqueue.db.sql import Queries, queries
 from jobqueue.enqueuer import Enqueuer
 from jobqueue.job import (
+    FINAL_STATES,
     RETRYABLE_STATES,
     Attempt,
     Job,
@@ -466,6 +467,37 @@ class JobQueue:
             total += n
             if n < RETRY_BATCH:
                 return total
+
+    async def cancel(self, job_id: int) -> Job:
+        """Cancel a job: a pending one is ``cancelled`` at once; a running one is asked to
+        stop (``cancel_requested_at`` is set) and its worker ends it ``cancelled`` within
+        moments, never to be retried. Raises JobNotFound, or JobStateError for a job
+        that already ended."""
+        async with (await self.pool()).acquire() as conn, conn.transaction():
+            await conn.fetch(self.queries.cancel_jobs, job_id, None, None, 1)
+            record = await conn.fetchrow(self.queries.get_job, job_id)
+        if record is None:
+            raise JobNotFound(job_id)
+        job = Job.from_record(record)
+        if job.status in FINAL_STATES and not (
+            job.status == JobStatus.CANCELLED and job.cancel_requested_at is not None
+        ):
+            raise JobStateError(job, "cancel", "pending or running")
+        return job
+
+    async def cancel_many(
+        self, *, type: str | None = None, queue: str | None = None
+    ) -> dict[str, int]:
+        """Cancel every pending and running job matching all the filters given, in batches;
+        return how many were cancelled at once (pending) and how many asked to stop."""
+        pool = await self.pool()
+        counts = {"cancelled": 0, "requested": 0}
+        while True:
+            rows = await pool.fetch(self.queries.cancel_jobs, None, type, queue, RETRY_BATCH)
+            for row in rows:
+                counts["cancelled" if row["status"] == "cancelled" else "requested"] += 1
+            if len(rows) < RETRY_BATCH:
+                return counts
 
     async def attempts(self, job_id: int) -> builtins.list[Attempt]:
         """The job's failed attempts, oldest first: error, traceback, worker, timing."""

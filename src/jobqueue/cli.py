@@ -153,6 +153,18 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--all", action="store_true", help="no filter: every failed job")
     add_output_flags(cmd)
     cmd.set_defaults(run=run_jobs_retry)
+    cmd = jobs.add_parser(
+        "cancel",
+        help="cancel a job, or every pending and running one matching filters",
+        description="With an ID: that job. Without: every pending and running job matching "
+        "all the filters given (--all: every one). Running jobs are asked to stop.",
+    )
+    cmd.add_argument("id", type=int, nargs="?")
+    cmd.add_argument("--type")
+    cmd.add_argument("--queue")
+    cmd.add_argument("--all", action="store_true", help="no filter: every active job")
+    add_output_flags(cmd)
+    cmd.set_defaults(run=run_jobs_cancel)
     cmd = jobs.add_parser("list", help="list jobs, newest first")
     cmd.add_argument("--status", choices=[s.value for s in JobStatus])
     cmd.add_argument("--type")
@@ -354,6 +366,32 @@ def run_jobs_retry(args: argparse.Namespace) -> int:
     retried = with_jobqueue(jq, lambda: jq.retry_many(**filters))
     plural = "" if retried == 1 else "s"
     print(json.dumps({"retried": retried}) if args.json else f"{retried} job{plural} pending again")
+    return 0
+
+
+def run_jobs_cancel(args: argparse.Namespace) -> int:
+    given = args.type is not None or args.queue is not None
+    if args.id is not None and (given or args.all):
+        raise UsageError("give a job ID or filters, not both")
+    if args.id is None and not (given or args.all):
+        raise UsageError("give a job ID, filters (--type, --queue) or --all")
+    jq = client(args)
+    if args.id is not None:
+        job = with_jobqueue(jq, lambda: jq.cancel(args.id))
+        if args.json:
+            from jobqueue.encoding import to_json
+
+            print(to_json(job).decode())
+        elif job.status == JobStatus.RUNNING:
+            print(f"job {job.id} ({job.type}) is running: its worker was asked to stop it")
+        else:
+            print(f"job {job.id} ({job.type}) is cancelled")
+        return 0
+    counts = with_jobqueue(jq, lambda: jq.cancel_many(type=args.type, queue=args.queue))
+    if args.json:
+        print(json.dumps(counts))
+    else:
+        print(f"{counts['cancelled']} cancelled, {counts['requested']} running asked to stop")
     return 0
 
 

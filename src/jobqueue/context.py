@@ -9,7 +9,8 @@ A handler that takes a second parameter receives it::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +20,14 @@ class JobContext:
     queue: str
     attempt: int
     max_attempts: int
+    _cancel: threading.Event | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def cancel_requested(self) -> bool:
+        """True once the job was cancelled while running. An async handler is cancelled
+        for you; a sync one should check this now and then and return early: the job
+        ends ``cancelled`` whatever the handler does after the request."""
+        return self._cancel is not None and self._cancel.is_set()
 
     @property
     def idempotency_key(self) -> str:

@@ -71,6 +71,7 @@ class Job:
                     "started_at": "2026-11-29T10:00:00.01Z",
                     "finished_at": "2026-11-29T10:00:00.05Z",
                     "unique_key": None,
+                    "cancel_requested_at": None,
                 }
             ]
         },
@@ -92,6 +93,7 @@ class Job:
     started_at: datetime | None
     finished_at: datetime | None
     unique_key: str | None
+    cancel_requested_at: datetime | None
 
     @classmethod
     def from_record(cls, record: Any) -> Job:

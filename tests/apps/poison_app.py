@@ -39,3 +39,10 @@ def spin(payload: dict[str, Any]) -> None:
 def isolated_ok(payload: dict[str, Any]) -> None:
     if payload.get("fail"):
         raise KeyError(payload["fail"])
+
+
+@jq.task("isolated_spin", isolated=True)
+def isolated_spin(payload: dict[str, Any]) -> None:
+    """Spins until killed: only a cancel (or shutdown) ends it."""
+    while True:
+        pass

@@ -74,6 +74,21 @@ class RetryFilter(BaseModel):
     )
 
 
+class CancelFilter(BaseModel):
+    """Which jobs a bulk cancel takes: all the filters given must match."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"type": "report"}]})
+    type: str | None = Field(default=None, description="Only jobs of this type.")
+    queue: str | None = Field(default=None, description="Only jobs in this queue.")
+
+
+class Cancelled(BaseModel):
+    cancelled: int
+    """Pending jobs cancelled at once."""
+    requested: int
+    """Running jobs asked to stop; their workers end them cancelled."""
+
+
 class Retried(BaseModel):
     retried: int
     """How many jobs are pending again."""
@@ -234,6 +249,33 @@ async def retry_job(request: Request, id: JobId) -> Response:
     A pending or running job will run anyway, and a completed one must not run twice
     by accident: those are a 409 naming the state."""
     return job_response(await jobqueue(request).retry(id))
+
+
+@router.post(
+    "/jobs/{id}/cancel",
+    response_model=Job,
+    summary="Cancel a job",
+    responses={
+        202: {"description": "The job is running: its worker was asked to stop it"},
+        404: {"description": "No such job"},
+        409: {"description": "The job already completed or failed"},
+    },
+)
+async def cancel_job(request: Request, id: JobId) -> Response:
+    """A pending job is `cancelled` at once (200). A running job is asked to stop (202,
+    `cancel_requested_at` set): an async handler is cancelled, an isolated one killed,
+    and a sync one sees `ctx.cancel_requested`; the job ends `cancelled`, never retried.
+    Cancelling a cancelled job changes nothing (200)."""
+    job = await jobqueue(request).cancel(id)
+    return job_response(job, 202 if job.status == JobStatus.RUNNING else 200)
+
+
+@router.post("/jobs/cancel", response_model=Cancelled, summary="Cancel jobs by filter")
+async def cancel_jobs(request: Request, where: Annotated[CancelFilter, Body()]) -> Cancelled:
+    """Every pending and running job that matches all the filters given, as for one job.
+    An empty body `{}` cancels every pending and running job."""
+    counts = await jobqueue(request).cancel_many(type=where.type, queue=where.queue)
+    return Cancelled(**counts)
 
 
 @router.post("/jobs/retry", response_model=Retried, summary="Retry failed jobs by filter")

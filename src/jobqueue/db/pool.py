@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 import asyncpg
@@ -9,13 +10,69 @@ import asyncpg
 from jobqueue.config import Settings
 from jobqueue.db.embedded import EmbeddedPostgres
 
-# Half-open TCP connections (a host that vanished without a FIN) are noticed
-# within about 30 s instead of the kernel's default two hours.
+# Half-open TCP connections (a host that vanished without a FIN) are noticed by the
+# server within about 30 s instead of the kernel's default two hours, so that it
+# frees the backends (and locks) of clients that are gone.
 KEEPALIVE_SETTINGS = {
     "tcp_keepalives_idle": "10",
     "tcp_keepalives_interval": "5",
     "tcp_keepalives_count": "3",
 }
+
+# asyncpg waits for a reply without a limit of its own. When the network drops
+# packets (a pulled cable, a firewall, a NAT or proxy that lost the connection)
+# no reply and no error ever come: the kernel retransmits for about 15 minutes, and
+# a connection that only waits (LISTEN, an idle one in the pool) hangs for good.
+# Each bound below turns that into an error that is retried like any outage.
+
+# Longest a connection attempt (TCP, TLS, authentication) may take. Default 5 s
+# (asyncpg's is 60 s): a healthy server takes milliseconds, a distant one well under
+# a second; during an outage a doomed attempt is given up soon enough for the next
+# one to succeed within seconds of the network's return.
+CONNECT_TIMEOUT = 5.0
+
+# A pooled query is abandoned by the client this long after the server's own
+# statement timeout would have cancelled it. Default 1 s: the server's answer
+# (QueryCanceledError, the clean outcome) needs one round trip; the client only
+# gives up when no answer can come at all. asyncpg then tries to cancel the query
+# on a new connection for up to as long again, and the caller waits for that too:
+# with nothing but this bound, an unreachable server costs a query up to
+# 2 x (statement timeout + 1 s). Larger only delays that; smaller would cut queries
+# the server is still allowed to finish.
+REPLY_MARGIN = 1.0
+
+# Client-side TCP options for every connection, for what the bounds above cannot
+# see: a query the server is still working on, or a connection that only waits.
+# Keepalive probes a silent connection after KEEPALIVE_IDLE s, every
+# KEEPALIVE_INTERVAL s; TCP_USER_TIMEOUT drops a connection whose probes or data go
+# unacknowledged for USER_TIMEOUT s (Linux; elsewhere after KEEPALIVE_COUNT probes).
+# Defaults 10 s, 5 s, 3, 10 s: a dead link is noticed within about 10 s by a
+# connection waiting for a reply and 15 s by an idle one (tests/test_network.py),
+# for one tiny packet per 10 s per idle connection. A slow query is never cut: its
+# bytes are acknowledged by the server's kernel, and so are the probes. Shorter
+# notices sooner but may drop connections over a congested or lossy link.
+KEEPALIVE_IDLE = 10
+KEEPALIVE_INTERVAL = 5
+KEEPALIVE_COUNT = 3
+USER_TIMEOUT = 10.0
+
+
+def set_tcp_options(conn: asyncpg.Connection) -> None:
+    """Enable keepalive and the user timeout on ``conn``'s socket (not on a Unix socket)."""
+    # asyncpg has no public way to reach its socket, nor to pass socket options.
+    sock = conn._transport.get_extra_info("socket")
+    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    options = {
+        "TCP_KEEPIDLE": KEEPALIVE_IDLE,
+        "TCP_KEEPINTVL": KEEPALIVE_INTERVAL,
+        "TCP_KEEPCNT": KEEPALIVE_COUNT,
+        "TCP_USER_TIMEOUT": int(USER_TIMEOUT * 1000),
+    }
+    for name, value in options.items():
+        if hasattr(socket, name):  # not every platform has all of them
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
 
 
 def resolve_dsn(settings: Settings) -> tuple[str, EmbeddedPostgres | None]:
@@ -36,6 +93,10 @@ async def keep_session(conn: asyncpg.Connection) -> None:
     """
 
 
+async def init_connection(conn: asyncpg.Connection) -> None:
+    set_tcp_options(conn)
+
+
 async def create_pool(
     dsn: str, *, min_size: int = 1, max_size: int = 10, statement_timeout: float = 30.0
 ) -> asyncpg.Pool:
@@ -44,6 +105,9 @@ async def create_pool(
         min_size=min_size,
         max_size=max_size,
         reset=keep_session,
+        init=init_connection,
+        timeout=CONNECT_TIMEOUT,
+        command_timeout=statement_timeout + REPLY_MARGIN,
         server_settings={
             "application_name": "jobqueue",
             # Every query of the runtime takes milliseconds; one stuck behind a lock or
@@ -55,10 +119,18 @@ async def create_pool(
     return pool
 
 
-async def connect(dsn: str, application_name: str = "jobqueue") -> asyncpg.Connection:
+async def connect(
+    dsn: str, application_name: str = "jobqueue", *, command_timeout: float | None = None
+) -> asyncpg.Connection:
+    """A connection of its own. Without ``command_timeout`` a query may run as long as it
+    takes (a migration); only a dead link, noticed by the TCP options, ends it."""
     conn: asyncpg.Connection = await asyncpg.connect(
-        dsn, server_settings={"application_name": application_name, **KEEPALIVE_SETTINGS}
+        dsn,
+        timeout=CONNECT_TIMEOUT,
+        command_timeout=command_timeout,
+        server_settings={"application_name": application_name, **KEEPALIVE_SETTINGS},
     )
+    set_tcp_options(conn)
     return conn
 
 
@@ -78,11 +150,16 @@ def is_unavailable(exc: BaseException) -> bool:
     return isinstance(exc, unavailable)
 
 
+def error_text(exc: BaseException) -> str:
+    """The error for a log line; a timeout's message is empty, so then its type."""
+    return str(exc) or type(exc).__name__
+
+
 def log_failure(log: Any, exc: BaseException, failed: str, meanwhile: str) -> None:
     """Log a failed database step from inside its ``except`` block. An outage is expected
     and retried, so it gets one warning line; anything else is a bug and gets its
     traceback."""
     if is_unavailable(exc):
-        log.warning(f"database unavailable; {meanwhile}", error=str(exc))
+        log.warning(f"database unavailable; {meanwhile}", error=error_text(exc))
     else:
         log.exception(failed)

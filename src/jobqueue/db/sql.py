@@ -1,7 +1,7 @@
 """The SQL of jobqueue: one file per query, loaded once, bound to a schema.
 
-Files use two placeholders: ``{schema}``, the schema as a quoted identifier, and
-``{channel}``, the NOTIFY channel as a string literal. The schema name is
+Files use three placeholders: ``{schema}``, the schema as a quoted identifier,
+``{channel}`` and ``{cancel_channel}``, the NOTIFY channels as string literals. The schema name is
 validated by config before it gets here, so a plain substitution is safe.
 """
 
@@ -18,9 +18,16 @@ def channel_name(schema: str) -> str:
     return f"{schema}_jobs"
 
 
+def cancel_channel_name(schema: str) -> str:
+    """The NOTIFY channel that asks workers to stop a running job; its payload is the id."""
+    return f"{schema}_cancel"
+
+
 def bind(template: str, schema: str) -> str:
-    return template.replace("{schema}", f'"{schema}"').replace(
-        "{channel}", f"'{channel_name(schema)}'"
+    return (
+        template.replace("{schema}", f'"{schema}"')
+        .replace("{channel}", f"'{channel_name(schema)}'")
+        .replace("{cancel_channel}", f"'{cancel_channel_name(schema)}'")
     )
 
 
@@ -36,6 +43,7 @@ class Queries:
     schema: str
     advisory_lock: str
     advisory_unlock: str
+    cancel_jobs: str
     claim: str
     complete: str
     enqueue: str
@@ -73,6 +81,10 @@ class Queries:
     @property
     def channel(self) -> str:
         return channel_name(self.schema)
+
+    @property
+    def cancel_channel(self) -> str:
+        return cancel_channel_name(self.schema)
 
 
 QUERY_NAMES = tuple(f.name for f in dataclasses.fields(Queries) if f.name != "schema")

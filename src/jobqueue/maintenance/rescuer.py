@@ -26,7 +26,11 @@ class Rescuer:
         while True:
             rows = await self._pool.fetch(self._q.rescue, BATCH)
             for row in rows:
-                then = "pending again" if row["status"] == "pending" else "failed: no attempt left"
+                then = {
+                    "pending": "pending again",
+                    "failed": "failed: no attempt left",
+                    "cancelled": "cancelled, as asked",
+                }[row["status"]]
                 log.warning(
                     f"Job {row['id']} rescued: worker lost (lease expired) on attempt "
                     f"{row['attempts']}/{row['max_attempts']}; {then}",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,8 +30,8 @@ class ClaimedJob:
             r[0], r[1], r[2], {} if payload == "{}" else json.loads(payload), r[4], r[5], r[6]
         )
 
-    def context(self) -> JobContext:
-        return JobContext(self.id, self.type, self.queue, self.attempt, self.max_attempts)
+    def context(self, cancel: threading.Event | None = None) -> JobContext:
+        return JobContext(self.id, self.type, self.queue, self.attempt, self.max_attempts, cancel)
 
     @property
     def attempts_left(self) -> bool:

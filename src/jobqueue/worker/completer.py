@@ -46,6 +46,7 @@ class Completer:
         self._completed: list[ClaimedJob] = []
         self._failed: list[Failure] = []
         self._released: list[ClaimedJob] = []
+        self._cancelled: list[ClaimedJob] = []
         self._pending = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -61,6 +62,11 @@ class Completer:
 
     def release(self, job: ClaimedJob) -> None:
         self._released.append(job)
+        self._wake()
+
+    def cancel(self, job: ClaimedJob) -> None:
+        """The attempt stopped because the job was cancelled: it ends cancelled."""
+        self._cancelled.append(job)
         self._wake()
 
     def _wake(self) -> None:
@@ -91,7 +97,8 @@ class Completer:
 
     async def flush(self) -> None:
         completed, failed, released = self._completed, self._failed, self._released
-        self._completed, self._failed, self._released = [], [], []
+        cancelled = self._cancelled
+        self._completed, self._failed, self._released, self._cancelled = [], [], [], []
         try:
             async with self._pool.acquire() as conn:
                 if completed:
@@ -102,6 +109,7 @@ class Completer:
                         "completion",
                         [j.id for j in completed],
                         held(completed),
+                        after=("completed", None),
                     )
                     completed = []
                 if failed:
@@ -135,15 +143,34 @@ class Completer:
                         held(released),
                     )
                     released = []
+                if cancelled:
+                    await self._write(
+                        conn,
+                        self._q.complete,
+                        cancelled,
+                        "cancellation",
+                        [j.id for j in cancelled],
+                        held(cancelled),
+                        after=("cancelled", "cancelled while running"),
+                    )
+                    cancelled = []
         except BaseException:
             # Keep what was not written for the next flush.
             self._completed[:0], self._failed[:0], self._released[:0] = completed, failed, released
+            self._cancelled[:0] = cancelled
             raise
 
     async def _write(
-        self, conn: asyncpg.Connection, sql: str, jobs: list[ClaimedJob], what: str, *args: object
+        self,
+        conn: asyncpg.Connection,
+        sql: str,
+        jobs: list[ClaimedJob],
+        what: str,
+        *args: object,
+        after: tuple[object, ...] = (),
     ) -> None:
-        rows = await conn.fetch(sql, *args, self._worker_id)
+        """Run a fenced write: ``args``, then this worker's id, then ``after``."""
+        rows = await conn.fetch(sql, *args, self._worker_id, *after)
         for job in fenced_out(jobs, rows):
             log.warning(
                 f"Stale {what} of job {job.id} attempt {job.attempt} rejected: "

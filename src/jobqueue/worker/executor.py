@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextvars
+import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -61,6 +62,9 @@ class Executor:
         self._threads = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="jobqueue-handler")
         self._running: dict[int, tuple[ClaimedJob, asyncio.Task[None]]] = {}
         self._per_queue: collections.Counter[str] = collections.Counter()
+        # Jobs cancelled while running here, and the flags sync handlers can read.
+        self._cancel_requested: set[int] = set()
+        self._cancel_flags: dict[int, threading.Event] = {}
         self._log = log.bind()
         self._log_jobs = logs.enabled("info")
 
@@ -82,6 +86,30 @@ class Executor:
         self._per_queue[job.queue] += 1
         self._running[job.id] = (job, asyncio.create_task(self._run(job)))
 
+    def cancel(self, job_id: int) -> None:
+        """The job was cancelled while running here: stop it where that is possible
+        (an async handler is cancelled, an isolated one killed; a sync one sees
+        ``ctx.cancel_requested``), and end it ``cancelled`` whatever its handler does."""
+        entry = self._running.get(job_id)
+        if entry is None or job_id in self._cancel_requested:
+            return  # not ours (any more), or already on its way out
+        job, runner = entry
+        self._cancel_requested.add(job_id)
+        log.info(f"Job {job_id} cancelled while running", job_id=job_id)
+        flag = self._cancel_flags.get(job_id)
+        if flag is not None:
+            flag.set()
+        task = self._tasks.get(job.type)
+        if task is None or task.is_async or task.isolated:
+            runner.add_done_callback(lambda _: self._never_started(job))
+            runner.cancel()
+
+    def _never_started(self, job: ClaimedJob) -> None:
+        # A task cancelled before its first step never runs _run, nor its finally.
+        if job.id in self._running:
+            self._completer.cancel(job)
+            self._finished(job)
+
     async def _run(self, job: ClaimedJob) -> None:
         # The hot path: the per-job log lines cost more than the queue itself at
         # tens of thousands of jobs a second, so they are skipped, not filtered,
@@ -96,12 +124,18 @@ class Executor:
         try:
             await self._invoke(job)
         except asyncio.CancelledError:
-            # Only shutdown cancels a job: hand it back, the attempt not counted.
+            if job.id in self._cancel_requested:
+                self._completer.cancel(job)  # our own cancel(): the job ends here
+                return
+            # Otherwise only shutdown cancels a job: hand it back, the attempt not counted.
             self._log.warning(f"Job {job.id} interrupted by shutdown; handed back", job_id=job.id)
             self._completer.release(job)
             raise
         except Exception as exc:
-            self._failed(job, exc)
+            if job.id in self._cancel_requested:
+                self._completer.cancel(job)
+            else:
+                self._failed(job, exc)
         else:
             if self._log_jobs:
                 self._log.info(
@@ -109,17 +143,33 @@ class Executor:
                     job_id=job.id,
                     seconds=round(time.monotonic() - started, 4),
                 )
-            self._completer.complete(job)
+            if job.id in self._cancel_requested:
+                self._completer.cancel(job)
+            else:
+                self._completer.complete(job)
         finally:
-            del self._running[job.id]
-            self._per_queue[job.queue] -= 1
-            self._on_slot_freed()
+            self._finished(job)
+
+    def _finished(self, job: ClaimedJob) -> None:
+        del self._running[job.id]
+        self._per_queue[job.queue] -= 1
+        if self._cancel_requested:
+            self._cancel_requested.discard(job.id)
+        if self._cancel_flags:
+            self._cancel_flags.pop(job.id, None)
+        self._on_slot_freed()
 
     async def _invoke(self, job: ClaimedJob) -> None:
         task = self._tasks.get(job.type)
         if task is None:
             raise UnknownJobType(f"no handler for type {job.type}")
-        args = (job.payload, job.context()) if task.takes_context else (job.payload,)
+        if not task.takes_context:
+            args: tuple[Any, ...] = (job.payload,)
+        elif task.is_async or task.isolated:  # stopped by cancellation itself
+            args = (job.payload, job.context())
+        else:
+            flag = self._cancel_flags[job.id] = threading.Event()
+            args = (job.payload, job.context(flag))
         timeout = task.timeout if task.timeout is not None else self._default_timeout
         if timeout is None:  # the common case, on the hot path: no timeout context
             await self._call(task, args)

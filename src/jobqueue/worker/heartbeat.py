@@ -29,6 +29,7 @@ class Heartbeat:
         queries: Queries,
         worker_id: str,
         running_jobs: Callable[[], list[ClaimedJob]],
+        on_cancel: Callable[[int], None],
         *,
         lease_seconds: float,
         queues: tuple[str, ...],
@@ -38,6 +39,7 @@ class Heartbeat:
         self._q = queries
         self._worker_id = worker_id
         self._running_jobs = running_jobs
+        self._on_cancel = on_cancel  # a job asked to stop whose NOTIFY we may have missed
         self._lease_seconds = lease_seconds
         self._queues = queues
         self._slots = slots
@@ -84,3 +86,6 @@ class Heartbeat:
                 "the job was taken from this worker",
                 job_id=job.id,
             )
+        for row in renewed:
+            if row["cancel_requested"]:
+                self._on_cancel(row["id"])

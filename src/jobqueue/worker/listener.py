@@ -7,20 +7,43 @@ While the listener is down the producer's fallback poll still finds every job;
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 
 import asyncpg
 import structlog
 
-from jobqueue.db.pool import connect
+from jobqueue.db.pool import connect, error_text
 
 log = structlog.get_logger("jobqueue.listener")
 
+# The LISTEN connection only ever waits, so a network that silently drops its
+# packets leaves it waiting for good: TCP keepalive notices only when nothing on the
+# way still answers for the server (a TCP proxy or pgbouncer does). So it is pinged
+# every PING_INTERVAL s and replaced if the answer takes over PING_TIMEOUT s.
+# Defaults 5 s and 5 s: a dead connection is replaced within about 10 s, for one
+# trivial query per 5 s per worker process. Shorter notices sooner; a timeout too
+# short for a busy server's answer would reconnect for nothing.
+PING_INTERVAL = 5.0
+PING_TIMEOUT = 5.0
+
 
 class Listener:
-    def __init__(self, dsn: str, channel: str, on_queue: Callable[[str | None], None]) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        channel: str,
+        on_queue: Callable[[str | None], None],
+        ping: str,
+        *,
+        cancel_channel: str | None = None,
+        on_cancel: Callable[[int], None] | None = None,
+    ) -> None:
         self._dsn = dsn
         self._channel = channel
+        self._cancel_channel = cancel_channel
+        self._on_cancel = on_cancel  # called with the id of a job asked to stop
+        self._ping = ping  # a trivial query (queries.ping)
         self._on_queue = on_queue  # called with the queue named, or None: "check all"
         self.listening = asyncio.Event()  # set while LISTEN is in place
 
@@ -34,20 +57,22 @@ class Listener:
             lost = asyncio.Event()
             conn: asyncpg.Connection | None = None
             try:
-                conn = await connect(self._dsn, "jobqueue-listener")
+                conn = await connect(self._dsn, "jobqueue-listener", command_timeout=PING_TIMEOUT)
                 conn.add_termination_listener(lambda _, lost=lost: lost.set())
                 await conn.add_listener(self._channel, self._notified)
+                if self._cancel_channel is not None:
+                    await conn.add_listener(self._cancel_channel, self._cancel_notified)
                 if backoff > 0.1:
                     log.info("listener reconnected; wake-ups by NOTIFY again")
                 self.listening.set()
                 backoff = 0.1
                 self._on_queue(None)  # a job may have arrived while we were away
-                await lost.wait()
-                log.warning("listener connection lost; polling until it is back")
+                error = await self._watch(conn, lost, self._ping)
+                log.warning("listener connection lost; polling until it is back", error=error)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.warning("listener cannot connect; polling meanwhile", error=str(exc))
+                log.warning("listener cannot connect; polling meanwhile", error=error_text(exc))
             finally:
                 self.listening.clear()
                 if conn is not None and not conn.is_closed():
@@ -55,5 +80,21 @@ class Listener:
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 5.0)
 
+    @staticmethod
+    async def _watch(conn: asyncpg.Connection, lost: asyncio.Event, ping: str) -> str:
+        """Return when the connection is lost or stops answering; says which."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(lost.wait(), PING_INTERVAL)
+                return "connection closed"
+            try:
+                await conn.execute(ping)  # bounded by the connection's command timeout
+            except Exception as exc:
+                return f"no answer to a ping: {error_text(exc)}"
+
     def _notified(self, conn: object, pid: int, channel: str, payload: str) -> None:
         self._on_queue(payload or None)
+
+    def _cancel_notified(self, conn: object, pid: int, channel: str, payload: str) -> None:
+        if self._on_cancel is not None and payload.isdigit():
+            self._on_cancel(int(payload))

@@ -73,12 +73,20 @@ class Worker:
             lease_seconds=settings.lease_seconds,
             poll_interval=settings.poll_interval,
         )
-        self.listener = Listener(dsn, q.channel, self.producer.wake)
+        self.listener = Listener(
+            dsn,
+            q.channel,
+            self.producer.wake,
+            q.ping,
+            cancel_channel=q.cancel_channel,
+            on_cancel=self.executor.cancel,
+        )
         self.heartbeat = Heartbeat(
             pool,
             q,
             self.id,
             self.executor.running_jobs,
+            self.executor.cancel,
             lease_seconds=settings.lease_seconds,
             queues=queue_names,
             slots=settings.worker_count,

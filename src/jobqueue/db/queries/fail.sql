@@ -2,16 +2,19 @@
 -- $1: the job ids; $2: {"<id>": {"attempt": n, "error": text, "traceback": text or
 -- null, "delay": seconds or null}, ...}; $3: the worker. A null delay means no attempt
 -- is left (or the handler discarded the job): the job stays failed. Otherwise it is
--- pending again once the delay has passed. Fenced like complete.sql, and for the
+-- pending again once the delay has passed; a job asked to stop meanwhile ends
+-- cancelled instead, never retried. Fenced like complete.sql, and for the
 -- same reason without a join; only accepted writes reach the history.
 WITH failed AS (
     UPDATE {schema}.jobs AS j
     SET (status, run_at, last_error, finished_at) = (
-            SELECT CASE WHEN f.delay IS NULL THEN 'failed' ELSE 'pending' END,
-                   CASE WHEN f.delay IS NULL THEN j.run_at
-                        ELSE now() + make_interval(secs => f.delay) END,
+            SELECT CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
+                        WHEN f.delay IS NULL THEN 'failed' ELSE 'pending' END,
+                   CASE WHEN f.delay IS NULL OR j.cancel_requested_at IS NOT NULL
+                        THEN j.run_at ELSE now() + make_interval(secs => f.delay) END,
                    f.error,
-                   CASE WHEN f.delay IS NULL THEN now() END
+                   CASE WHEN f.delay IS NULL OR j.cancel_requested_at IS NOT NULL
+                        THEN now() END
             FROM jsonb_to_record($2::jsonb -> j.id::text) AS f(error text, delay float8)
         ),
         worker_id = NULL,

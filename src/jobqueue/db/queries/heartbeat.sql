@@ -1,9 +1,10 @@
 -- Renews the lease of every job this worker still runs, in one statement. $1: the
 -- job ids; $2: {"<id>": attempt, ...}. Fenced like complete.sql: a job taken from
--- this worker meanwhile is not renewed.
+-- this worker meanwhile is not renewed. Each row says whether the job was asked to
+-- stop, for a worker that missed the NOTIFY.
 UPDATE {schema}.jobs AS j
 SET lease_expires_at = now() + make_interval(secs => $4)
 WHERE j.id = ANY($1::bigint[])
   AND j.worker_id = $3
   AND j.attempts = ($2::jsonb ->> j.id::text)::integer
-RETURNING j.id
+RETURNING j.id, j.cancel_requested_at IS NOT NULL AS cancel_requested

@@ -1,12 +1,13 @@
 -- Hands unfinished jobs back at shutdown: pending again at once, and the
--- interrupted attempt is not counted. $1: the job ids; $2: {"<id>": attempt, ...}.
--- Fenced like complete.sql. The NOTIFY wakes the other workers so that they take
+-- interrupted attempt is not counted (a job asked to stop ends cancelled instead).
+-- $1: the job ids; $2: {"<id>": attempt, ...}. Fenced like complete.sql. The NOTIFY wakes the other workers so that they take
 -- the jobs over at once.
 WITH released AS (
     UPDATE {schema}.jobs AS j
-    SET status = 'pending',
+    SET status = CASE WHEN j.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
         attempts = j.attempts - 1,
         run_at = now(),
+        finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN now() END,
         worker_id = NULL,
         lease_expires_at = NULL,
         started_at = NULL,

@@ -1,6 +1,6 @@
 -- Returns jobs whose lease ran out (their worker died or froze) to the queue: pending
 -- again while attempts are left, the lost attempt counted (and recorded in the
--- attempt history), else failed. Clearing worker_id fences the lost worker out: its
+-- attempt history), else failed; cancelled if it had been asked to stop. Clearing worker_id fences the lost worker out: its
 -- late writes change nothing.
 WITH expired AS (
     SELECT id, worker_id
@@ -11,12 +11,14 @@ WITH expired AS (
     FOR UPDATE SKIP LOCKED
 ), rescued AS (
     UPDATE {schema}.jobs AS j
-    SET status = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'pending' END,
+    SET status = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
+                      WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'pending' END,
         last_error = 'worker lost (lease expired)',
         run_at = now(),
         worker_id = NULL,
         lease_expires_at = NULL,
-        finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
+        finished_at = CASE WHEN j.attempts >= j.max_attempts
+                             OR j.cancel_requested_at IS NOT NULL THEN now() END,
         updated_at = now()
     WHERE j.id = ANY(ARRAY(SELECT id FROM expired))
     RETURNING j.id, j.status, j.attempts, j.max_attempts, j.queue, j.started_at, j.last_error
