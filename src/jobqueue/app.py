@@ -26,6 +26,7 @@ import asyncpg
 
 from jobqueue import config, fields
 from jobqueue.config import Settings
+from jobqueue.cron import Schedule
 from jobqueue.db.embedded import EmbeddedPostgres
 from jobqueue.db.migrate import migrate
 from jobqueue.db.pool import connect, create_pool, resolve_dsn
@@ -74,6 +75,7 @@ class Task:
     timeout: float | None = None
     isolated: bool = False
     retry: RetryPolicy | None = None
+    schedule: Schedule | None = None
 
     @functools.cached_property
     def is_async(self) -> bool:
@@ -130,6 +132,8 @@ class JobQueue:
         timeout: float | None = None,
         isolated: bool = False,
         retry: RetryPolicy | None = None,
+        cron: str | None = None,
+        cron_timezone: str = "UTC",
     ) -> Callable[[F], F]:
         """Register the decorated function (sync or async) as the handler of ``type``.
 
@@ -138,6 +142,8 @@ class JobQueue:
         timeout or shutdown can kill it (see jobqueue.worker.isolation for the cost).
         ``retry``: ``(attempt) -> seconds`` before the next attempt (see jobqueue.retry);
         default: exponential backoff from RETRY_DELAY_SECONDS.
+        ``cron``: also enqueue a job of this type at every tick of this cron expression,
+        read in ``cron_timezone`` (see jobqueue.maintenance.scheduler).
         """
         type = fields.check_type(type)
         fields.check_options(queue=queue, max_attempts=max_attempts, priority=priority)
@@ -145,11 +151,12 @@ class JobQueue:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
         if retry is not None and not callable(retry):
             raise ValueError(f"retry must be a callable (attempt) -> seconds, got {retry!r}")
+        schedule = None if cron is None else Schedule(type, cron, cron_timezone)
 
         def register(fn: F) -> F:
             if type in self.tasks:
                 raise ValueError(f"a handler for job type {type!r} is already registered")
-            task = Task(type, fn, queue, max_attempts, priority, timeout, isolated, retry)
+            task = Task(type, fn, queue, max_attempts, priority, timeout, isolated, retry, schedule)
             if isolated and task.is_async:
                 raise ValueError("isolated=True is for sync handlers; async ones are cancelled")
             self.tasks[type] = task

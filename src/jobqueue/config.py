@@ -146,11 +146,24 @@ def one_of(*choices: str) -> Callable[[str, str], str]:
     return parse
 
 
+def cron_entries(name: str, raw: str) -> str | None:
+    from jobqueue.cron import parse_entries
+
+    if not raw.strip():
+        return None
+    try:
+        parse_entries(tuple(raw.split(";")))
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc}") from exc
+    return raw.strip()
+
+
 # How a parser spells "none", for passing a None setting on as a variable.
 NONE_SPELLING: dict[Callable[[str, str], Any], str] = {
     retention: "forever",
     optional_seconds: "none",
     optional_text: "",
+    cron_entries: "",
 }
 
 
@@ -268,6 +281,14 @@ class Settings:
         "up one priority step, and again after each further such wait, so a job of priority "
         "p starts within about (p - best + 1) times this. Shorter lets low priorities catch "
         "up sooner; `none` turns aging off (strict priorities can starve).",
+    )
+    cron: str | None = setting(
+        "JOBQUEUE_CRON",
+        cron_entries,
+        None,
+        "Periodic jobs besides those declared on tasks: `type=cron expression[@time zone]`, "
+        "separated by `;`, e.g. `report=0 9 * * 1-5@Europe/Paris;cleanup=*/10 * * * *`. "
+        "The leader enqueues one job per tick.",
     )
     retain_completed: float | None = setting(
         "JOBQUEUE_RETAIN_COMPLETED",

@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
+from typing import Any
 
 import asyncpg
 import structlog
 
+from jobqueue.cron import Schedule
 from jobqueue.db.pool import log_failure
 from jobqueue.db.sql import Queries
 from jobqueue.maintenance.aging import Aging
 from jobqueue.maintenance.rescuer import Rescuer
 from jobqueue.maintenance.retention import Retention
+from jobqueue.maintenance.scheduler import Scheduler
 
 log = structlog.get_logger("jobqueue.maintenance")
 
@@ -40,6 +44,7 @@ class Maintenance:
         retain_completed: float | None = None,
         retain_failed: float | None = None,
         priority_aging: float | None = None,
+        schedules: Sequence[tuple[Schedule, dict[str, Any]]] = (),
     ) -> None:
         self._pool = pool
         self._q = queries
@@ -47,6 +52,7 @@ class Maintenance:
         self._interval = interval
         self.rescuer = Rescuer(pool, queries, lease_seconds=lease_seconds)
         self.aging = Aging(pool, queries, step_seconds=priority_aging)
+        self.scheduler = Scheduler(pool, queries, schedules)
         self.retention = Retention(
             pool, queries, retain_completed=retain_completed, retain_failed=retain_failed
         )
@@ -76,6 +82,7 @@ class Maintenance:
                 )
             if self.is_leader:
                 await self.rescuer.run_once()
+                await self.scheduler.run_once()
                 await self.aging.run_if_due()
                 await self.retention.run_if_due()
         except Exception as exc:

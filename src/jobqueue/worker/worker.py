@@ -13,6 +13,7 @@ import os
 import socket
 import uuid
 from collections.abc import Mapping
+from typing import Any
 
 import asyncpg
 import structlog
@@ -20,6 +21,7 @@ import structlog
 from jobqueue import config
 from jobqueue.app import Task
 from jobqueue.config import Settings
+from jobqueue.cron import Schedule, parse_entries
 from jobqueue.db.sql import queries
 from jobqueue.maintenance import Maintenance
 from jobqueue.retry import ExponentialBackoff
@@ -37,6 +39,25 @@ FINAL_FLUSH_SECONDS = 5.0
 
 def new_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def schedules(
+    settings: Settings, tasks: Mapping[str, Task]
+) -> list[tuple[Schedule, dict[str, Any]]]:
+    """The periodic jobs: those declared on tasks, then JOBQUEUE_CRON's; each with the
+    options its jobs get from their task, if this process has one."""
+    declared = [t.schedule for t in tasks.values() if t.schedule is not None]
+    configured = parse_entries(tuple(settings.cron.split(";"))) if settings.cron else []
+    found = []
+    for schedule in [*declared, *configured]:
+        task = tasks.get(schedule.type)
+        options = {
+            "queue": (task and task.queue) or "default",
+            "priority": (task and task.priority) or 0,
+            "max_attempts": (task and task.max_attempts) or settings.max_attempts,
+        }
+        found.append((schedule, options))
+    return found
 
 
 class Worker:
@@ -100,6 +121,7 @@ class Worker:
             retain_completed=settings.retain_completed,
             retain_failed=settings.retain_failed,
             priority_aging=settings.priority_aging,
+            schedules=schedules(settings, tasks),
         )
         self._settings = settings
         self._limits = limits

@@ -1,0 +1,58 @@
+"""Periodic jobs: a cron expression, in a time zone, for a job type.
+
+Declared on a task (``@jq.task("report", cron="0 9 * * 1-5", cron_timezone="Europe/Paris")``)
+or in JOBQUEUE_CRON. The maintenance leader enqueues each tick (jobqueue.maintenance.scheduler).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from cronsim import CronSim, CronSimError
+
+
+@dataclass(frozen=True)
+class Schedule:
+    type: str
+    expression: str
+    timezone: str = "UTC"
+
+    def __post_init__(self) -> None:
+        try:
+            zone = ZoneInfo(self.timezone)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"cron_timezone: unknown time zone {self.timezone!r}") from exc
+        try:
+            CronSim(self.expression, datetime.now(zone))
+        except CronSimError as exc:
+            raise ValueError(f"cron: {self.expression!r} is not a cron expression: {exc}") from exc
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+    def last_tick(self, now: datetime) -> datetime:
+        """The latest tick at or before ``now`` (in the schedule's zone)."""
+        return next(CronSim(self.expression, now.astimezone(self.zone) + timedelta(seconds=1),
+                            reverse=True))  # fmt: skip
+
+    def next_tick(self, after: datetime) -> datetime:
+        return next(CronSim(self.expression, after.astimezone(self.zone)))
+
+    def key(self, tick: datetime) -> str:
+        """The unique key of one tick: the same in every process, so one job per tick."""
+        return f"cron:{self.type}:{tick.astimezone(self.zone).isoformat()}"
+
+
+def parse_entries(entries: tuple[str, ...]) -> list[Schedule]:
+    """JOBQUEUE_CRON entries, ``type=expression`` or ``type=expression@Zone/Name``."""
+    schedules = []
+    for entry in entries:
+        type_, sep, rest = entry.partition("=")
+        expression, _, zone = rest.partition("@")
+        if not sep or not type_.strip() or not expression.strip():
+            raise ValueError(f"{entry!r} is not type=cron expression[@time zone]")
+        schedules.append(Schedule(type_.strip(), expression.strip(), zone.strip() or "UTC"))
+    return schedules

@@ -1,0 +1,98 @@
+"""Periodic jobs: one job per tick across any number of leaders, in the schedule's time
+zone, missed ticks not replayed; declared on a task or in JOBQUEUE_CRON."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+import pytest
+
+from jobqueue.app import JobQueue
+from jobqueue.config import ConfigError, cron_entries
+from jobqueue.cron import Schedule
+from jobqueue.db.sql import queries
+from jobqueue.job import JobStatus
+from jobqueue.maintenance.scheduler import Scheduler
+from tests.conftest import StartWorker, wait_final
+
+pytestmark = pytest.mark.anyio
+
+OPTIONS = {"queue": "default", "priority": 0, "max_attempts": 3}
+
+
+async def jobs(db: asyncpg.Connection, schema: str) -> list[asyncpg.Record]:
+    rows: list[asyncpg.Record] = await db.fetch(
+        f'SELECT type, run_at, payload FROM "{schema}".jobs ORDER BY id'
+    )
+    return rows
+
+
+async def test_each_tick_is_one_job_whatever_the_number_of_leaders(
+    jq: JobQueue, db: asyncpg.Connection, schema: str
+) -> None:
+    every_5 = Schedule("report", "*/5 * * * *")
+    now = datetime(2026, 11, 29, 12, 3, 20, tzinfo=UTC)
+    leaders = [Scheduler(await jq.pool(), queries(schema), [(every_5, OPTIONS)]) for _ in range(5)]
+    created = await asyncio.gather(*(leader.run_once(now) for leader in leaders))
+    assert sum(created) == 1
+    assert await leaders[0].run_once(now + timedelta(minutes=1)) == 0  # the same tick
+    assert await leaders[1].run_once(now + timedelta(minutes=2)) == 1  # 12:05
+    rows = await jobs(db, schema)
+    assert [r["run_at"] for r in rows] == [
+        datetime(2026, 11, 29, 12, 0, tzinfo=UTC),
+        datetime(2026, 11, 29, 12, 5, tzinfo=UTC),
+    ]
+    assert json.loads(rows[0]["payload"]) == {"tick": "2026-11-29T12:00:00+00:00"}
+
+
+async def test_ticks_follow_the_time_zone_and_old_missed_ones_are_skipped(
+    jq: JobQueue, db: asyncpg.Connection, schema: str
+) -> None:
+    nine_in_paris = Schedule("report", "0 9 * * *", "Europe/Paris")
+    leader = Scheduler(await jq.pool(), queries(schema), [(nine_in_paris, OPTIONS)])
+    # 08:30 UTC is 09:30 in Paris: the 09:00 tick, half an hour ago, runs once.
+    assert await leader.run_once(datetime(2026, 11, 29, 8, 30, tzinfo=UTC)) == 1
+    # Down all the next day until 15:00: that day's 09:00 tick is six hours old, skipped.
+    later = Scheduler(await jq.pool(), queries(schema), [(nine_in_paris, OPTIONS)])
+    assert await later.run_once(datetime(2026, 11, 30, 14, 0, tzinfo=UTC)) == 0
+    [row] = await jobs(db, schema)
+    assert row["run_at"] == datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
+    assert json.loads(row["payload"]) == {"tick": "2026-11-29T09:00:00+01:00"}
+
+
+async def test_a_task_with_cron_runs_on_its_schedule_under_two_workers(
+    jq: JobQueue, start_worker: StartWorker, db: asyncpg.Connection, schema: str
+) -> None:
+    ticks: list[str] = []
+
+    @jq.task("heartbeat_report", cron="* * * * *")
+    async def report(payload: dict[str, Any]) -> None:
+        ticks.append(payload["tick"])
+
+    await start_worker(rescue_interval=0.1)
+    await start_worker(rescue_interval=0.1)
+    deadline = asyncio.get_running_loop().time() + 10
+    while not ticks:
+        assert asyncio.get_running_loop().time() < deadline, "no tick ran"
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.5)  # a few more maintenance rounds: still one job for the tick
+    [row] = await db.fetch(f'SELECT id FROM "{schema}".jobs')
+    assert (await wait_final(jq, row["id"])).status == JobStatus.COMPLETED
+    assert len(ticks) == 1
+
+
+def test_bad_schedules_are_refused_naming_the_field() -> None:
+    jq = JobQueue(dsn="postgresql://unused")
+    with pytest.raises(ValueError, match=r"^cron: 'every minute' is not a cron expression"):
+        jq.task("a", cron="every minute")
+    with pytest.raises(ValueError, match=r"^cron_timezone: unknown time zone 'Mars/Base'"):
+        jq.task("a", cron="* * * * *", cron_timezone="Mars/Base")
+    assert cron_entries("C", "report=0 9 * * 1-5@Europe/Paris;cleanup=*/10 * * * *")
+    with pytest.raises(ConfigError, match=r"^C: 'report' is not type=cron expression"):
+        cron_entries("C", "report")
+    with pytest.raises(ConfigError, match=r"^C: cron: '61 \* \* \* \*' is not a cron"):
+        cron_entries("C", "x=61 * * * *")
