@@ -5,12 +5,17 @@ same Worker that `jobqueue worker` runs. Two more commands time the database alo
 the same table: `raw_copy`, a plain COPY of the rows `enqueue_bulk` writes, and
 `raw_insert`, a bare loop of one-row INSERTs, the ceiling of `enqueue_single` (each
 is one commit, so one WAL flush, and the disk sets the pace).
+
+`drain_mixed` is `drain` with the job-control features in use: jobs spread over four
+queues (two of them capped, `mail=400` and `reports=200`) and ten priorities, with
+priority aging on. The variable JQBENCH_MIXED carries it to the worker processes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -29,6 +34,8 @@ from jobqueue.db.migrate import migrate
 from jobqueue.worker import Worker
 
 SCHEMA = "jobqueue"
+MIXED = os.environ.get("JQBENCH_MIXED") == "1"
+MIXED_QUEUES = ("default", "mail=400", "reports=200", "bulk")
 
 
 class JobqueueAdapter(harness.Adapter):
@@ -74,6 +81,18 @@ class JobqueueAdapter(harness.Adapter):
     async def enqueue_batch(self, count: int) -> None:
         await self.jq.enqueue_many("bench", [{}] * count)
 
+    async def fill(self, count: int) -> None:
+        if not MIXED:
+            await super().fill(count)
+            return
+        names = [q.partition("=")[0] for q in MIXED_QUEUES]
+        await self.conn.execute(
+            f"""INSERT INTO "{SCHEMA}".jobs (type, queue, priority)
+                SELECT 'bench', ($2::text[])[1 + g % 4], g % 10 FROM generate_series(1, $1) AS g""",
+            count,
+            names,
+        )
+
     async def add_history(self, count: int) -> str:
         await self.conn.execute(
             f"""INSERT INTO "{SCHEMA}".jobs (type, status, attempts, started_at, finished_at)
@@ -107,7 +126,9 @@ class JobqueueAdapter(harness.Adapter):
     ) -> None:
         logs.configure("warning")
         settings = dataclasses.replace(
-            self.settings, worker_count=concurrency or self.default_concurrency
+            self.settings,
+            worker_count=concurrency or self.default_concurrency,
+            queues=MIXED_QUEUES if MIXED else self.settings.queues,
         )
         jq = JobQueue(settings=settings)
 
@@ -168,6 +189,10 @@ if __name__ == "__main__":
         args = harness.parse_args(["enqueue_bulk", *sys.argv[2:]])
         harness.emit(asyncio.run(raw_copy(args.dsn, args.n, args.batch)))
         sys.exit(0)
+    if sys.argv[1:2] == ["drain_mixed"]:
+        os.environ["JQBENCH_MIXED"] = "1"
+        MIXED = True
+        sys.argv[1] = "drain"
     if sys.argv[1:2] == ["raw_insert"]:
         args = harness.parse_args(["enqueue_single", *sys.argv[2:]])
         harness.emit(asyncio.run(raw_insert(args.dsn, args.n)))

@@ -71,6 +71,8 @@ def workloads(scale: float) -> list[Workload]:
         Workload("drain_1proc_1M_history", "drain",
                  ("--n", n(50_000), "--processes", "1", "--history", n(1_000_000)), "rate",
                  "jobs/s"),
+        Workload("drain_mixed", "drain_mixed", ("--n", n(50_000), "--processes", "1"), "rate",
+                 "jobs/s", jobqueue_only=True),
         Workload("latency", "latency", ("--n", "200", "--interval-ms", "20"), "p50_ms", "ms"),
         # Memory at the same setting for every system: 100 jobs at a time.
         Workload("worker_rss_mib", "drain",
