@@ -112,6 +112,23 @@ _JOB_COLUMNS = tuple(f.name for f in dataclasses.fields(Job))
 class WorkerInfo:
     """A worker process, as its heartbeat row shows it."""
 
+    __pydantic_config__: ClassVar[dict[str, Any]] = {
+        "json_schema_extra": {
+            "examples": [
+                {
+                    "id": "web-1:4242:1f2e3d",
+                    "host": "web-1",
+                    "pid": 4242,
+                    "queues": ["default", "mail"],
+                    "slots": 10,
+                    "running": 3,
+                    "started_at": "2026-11-29T10:00:00Z",
+                    "heartbeat_at": "2026-11-29T10:05:00Z",
+                }
+            ]
+        }
+    }
+
     id: str
     host: str
     pid: int
@@ -126,6 +143,22 @@ class WorkerInfo:
 class Attempt:
     """One failed attempt of a job, from its attempt history."""
 
+    __pydantic_config__: ClassVar[dict[str, Any]] = {
+        "json_schema_extra": {
+            "examples": [
+                {
+                    "attempt": 1,
+                    "worker_id": "web-1:4242:1f2e3d",
+                    "error": "TimeoutError: smtp.example.com did not answer",
+                    "traceback": "Traceback (most recent call last):\n  ...",
+                    "started_at": "2026-11-29T10:00:00Z",
+                    "finished_at": "2026-11-29T10:00:30Z",
+                    "seconds": 30.0,
+                }
+            ]
+        }
+    }
+
     attempt: int
     worker_id: str | None
     error: str
@@ -139,6 +172,24 @@ class Attempt:
 @dataclasses.dataclass(frozen=True, slots=True)
 class QueueInfo:
     """A queue at a glance: jobs by state, its controls, and how far behind it is."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = {
+        "json_schema_extra": {
+            "examples": [
+                {
+                    "name": "mail",
+                    "pending": 1200,
+                    "running": 10,
+                    "completed": 48210,
+                    "failed": 3,
+                    "cancelled": 0,
+                    "paused": False,
+                    "paused_at": None,
+                    "oldest_pending_seconds": 4.2,
+                }
+            ]
+        }
+    }
 
     name: str
     pending: int

@@ -150,6 +150,9 @@ async def create_job(
         ),
     ] = None,
 ) -> Response:
+    """Store a job (201, with `Location`) for a worker to run. A job whose `unique_key` (or
+    `Idempotency-Key` header) is held by a pending or running job is not stored: the
+    answer is that job, with 200. Every invalid field is a 422 naming it; nothing is stored."""
     jq = jobqueue(request)
     if idempotency_key is not None:
         if new.unique_key not in (None, idempotency_key):
@@ -179,6 +182,8 @@ async def create_job(
     },
 )
 async def create_jobs(request: Request, batch: Annotated[NewJobs, Body()]) -> BatchCreated:
+    """Store up to 10,000 jobs in one statement, all or none: one invalid job is a 422
+    naming it by index (`jobs.3.type`), and nothing is stored. Workers are woken once."""
     problems = [
         problem
         for i, new in enumerate(batch.jobs)
@@ -229,6 +234,7 @@ def problems_status(problems: list[dict[str, object]]) -> int:
 
 @router.get("/jobs/{id}", response_model=Job, summary="Get a job", responses={404: {}})
 async def get_job(request: Request, id: JobId) -> Response:
+    """The job as stored now: state, attempts, last error, times."""
     job = await jobqueue(request).get(id)
     if job is None:
         raise HTTPException(404, detail=f"job {id} not found")
@@ -326,6 +332,8 @@ async def list_jobs(
         Query(ge=1, le=2**63 - 1, description="Cursor: `next_after` of the previous page."),
     ] = None,
 ) -> JobList:
+    """Jobs newest first, filtered by state, type and queue (`?status=failed` lists the dead
+    letters). Pass `next_after` from one page as `after` to get the next."""
     jobs = await jobqueue(request).list(
         status=status, type=type, queue=queue, after=after, limit=limit
     )
@@ -363,6 +371,7 @@ async def list_workers(request: Request) -> list[WorkerInfo]:
 
 @router.get("/healthz", response_model=Health, summary="Is the process alive?")
 async def healthz() -> Health:
+    """The process answers; says nothing about the database (see /readyz)."""
     return Health(status="ok")
 
 
@@ -373,6 +382,8 @@ async def healthz() -> Health:
     responses={503: {"model": Readiness}},
 )
 async def readyz(request: Request) -> Response:
+    """200 when the database answers within 2 s, else 503; `listener` says whether workers
+    are woken by NOTIFY or, while it is down, by polling."""
     jq = jobqueue(request)
     listener = request.app.state.listener_health()
     try:
