@@ -10,7 +10,6 @@ this process; the others share whatever slots are free.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Mapping, Sequence
 
 import asyncpg
@@ -86,8 +85,17 @@ class Producer:
                     await asyncio.sleep(backoff)
                     backoff = min(backoff * 2, 5.0)
                     continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._poll_interval)
+            await self._sleep()
+
+    async def _sleep(self) -> None:
+        """Until woken, or the poll interval passes. A timer that sets the event, not
+        asyncio.wait_for: that wraps the wait in a task of its own, and a wake-up would
+        cost two more turns of the event loop on the path to an idle job's start."""
+        timer = asyncio.get_running_loop().call_later(self._poll_interval, self._wake.set)
+        try:
+            await self._wake.wait()
+        finally:
+            timer.cancel()
 
     async def claim(self, free: int) -> bool:
         """Claim up to ``free`` jobs across the queues; True if one may have more due."""
