@@ -10,6 +10,7 @@ this process; the others share whatever slots are free.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Mapping, Sequence
 
 import asyncpg
@@ -49,6 +50,7 @@ class Producer:
         self._poll_interval = poll_interval
         self._claim_batch = claim_batch
         self._wake = asyncio.Event()
+        self._conn: asyncpg.Connection | None = None
         self._stopping = False
         self._turn = 0
         self.claims = 0  # statements run, for the stop log line
@@ -72,20 +74,37 @@ class Producer:
 
     async def run(self) -> None:
         backoff = 0.1
-        while not self._stopping:
-            self._wake.clear()  # before claiming, so a NOTIFY during the claim is kept
-            free = min(self._executor.free_slots, self._claim_batch)
-            if free:
-                try:
-                    if await self.claim(free):
-                        continue  # a queue filled every slot asked: there may be more
-                    backoff = 0.1
-                except Exception as exc:
-                    log_failure(log, exc, "claiming jobs failed", "claiming paused")
-                    await asyncio.sleep(backoff)
-                    backoff = min(backoff * 2, 5.0)
-                    continue
-            await self._sleep()
+        try:
+            while not self._stopping:
+                self._wake.clear()  # before claiming, so a NOTIFY during the claim is kept
+                free = min(self._executor.free_slots, self._claim_batch)
+                if free:
+                    try:
+                        if await self.claim(free):
+                            continue  # a queue filled every slot asked: there may be more
+                        backoff = 0.1
+                    except Exception as exc:
+                        log_failure(log, exc, "claiming jobs failed", "claiming paused")
+                        await self._drop_connection()
+                        await asyncio.sleep(backoff)
+                        backoff = min(backoff * 2, 5.0)
+                        continue
+                await self._sleep()
+        finally:
+            await self._drop_connection()
+
+    async def _connection(self) -> asyncpg.Connection:
+        """The producer keeps one pooled connection: taking it from the pool for every
+        claim costs a few turns of the event loop on the path to an idle job's start."""
+        if self._conn is None or self._conn.is_closed():
+            self._conn = await self._pool.acquire()
+        return self._conn
+
+    async def _drop_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await self._pool.release(conn)  # a broken one is closed, not reused
 
     async def _sleep(self) -> None:
         """Until woken, or the poll interval passes. A timer that sets the event, not
@@ -109,7 +128,8 @@ class Producer:
             wanted = free if limit is None else min(free, limit - self._executor.running_in(queue))
             if wanted <= 0:
                 continue  # at its limit: a finishing job of this queue wakes us
-            rows = await self._pool.fetch(
+            conn = await self._connection()
+            rows = await conn.fetch(
                 self._q.claim, queue, wanted, self._worker_id, self._lease_seconds
             )
             self.claims += 1
