@@ -1,0 +1,107 @@
+"""Helpers for an application's own tests, against a real database.
+
+    from jobqueue.testing import assert_enqueued, drain
+
+    async def test_signup_sends_a_welcome_email(jq):
+        await signup("a@example.com")                    # the code under test enqueues
+        await assert_enqueued(jq, "send_email", payload={"to": "a@example.com"})
+        [job] = await drain(jq)                          # run it now, in this process
+        assert job.status == "completed"
+
+``drain`` runs the application's real handlers with a real worker, so what passes here
+passes in production; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from jobqueue.app import JobQueue
+from jobqueue.job import Job, JobStatus
+from jobqueue.worker import Worker
+
+# The drain's worker polls often, so that a job falling due during the drain (a short
+# retry delay) is found at once.
+DRAIN_POLL_SECONDS = 0.05
+
+
+async def drain(jq: JobQueue, *, timeout: float = 30.0, concurrency: int = 1) -> list[Job]:
+    """Run every due job in this process, and those that fall due meanwhile (retries
+    included), until no job is due or running; return the jobs that changed, in id
+    order. ``concurrency`` jobs run at once: by default one after another, the easiest
+    to reason about in a test.
+
+    A retry scheduled for later than the drain's last poll stays pending and is
+    returned as such. Raises TimeoutError if jobs are still due after ``timeout``.
+    """
+    settings = dataclasses.replace(
+        jq.settings, worker_count=concurrency, poll_interval=DRAIN_POLL_SECONDS
+    )
+    pool = await jq.pool()
+    started_at = await pool.fetchval("SELECT now()")
+    worker = Worker(pool, jq.dsn, settings, jq.tasks)
+    await worker.start()
+    try:
+        deadline = time.monotonic() + timeout
+        while await _busy(jq, worker):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"jobs still due or running after {timeout:g}s")
+            await asyncio.sleep(0.02)
+    finally:
+        await worker.stop(asyncio.Event())
+    records = await pool.fetch(
+        f'SELECT * FROM "{jq.settings.schema}".jobs WHERE updated_at >= $1 ORDER BY id',
+        started_at,
+    )
+    return [Job.from_record(r) for r in records]
+
+
+async def _busy(jq: JobQueue, worker: Worker) -> bool:
+    if worker.executor.running:
+        return True
+    pool = await jq.pool()
+    found: bool = await pool.fetchval(
+        f"""SELECT EXISTS (SELECT 1 FROM "{jq.settings.schema}".jobs
+                           WHERE status = 'running'
+                              OR (status = 'pending' AND run_at <= now()))"""
+    )
+    return found
+
+
+async def assert_enqueued(
+    jq: JobQueue,
+    type: str,
+    *,
+    payload: Mapping[str, Any] | None = None,
+    queue: str | None = None,
+    count: int | None = None,
+) -> list[Job]:
+    """Assert that pending jobs of ``type`` exist (exactly ``count`` if given), each
+    matching ``payload`` (the keys given, not all) and ``queue``; return them. The
+    failure message lists what is pending, to show what was enqueued instead."""
+    pending = await jq.list(status=JobStatus.PENDING, limit=10_000)
+    matching = [
+        job
+        for job in pending
+        if job.type == type
+        and (queue is None or job.queue == queue)
+        and (payload is None or _contains(job.payload, payload))
+    ]
+    wanted = f"{count} job(s)" if count is not None else "a job"
+    if (count is None and not matching) or (count is not None and len(matching) != count):
+        seen = "; ".join(f"{j.type} {j.payload} in {j.queue}" for j in pending[:20]) or "none"
+        raise AssertionError(
+            f"expected {wanted} of type {type!r} matching payload={payload!r} "
+            f"queue={queue!r}, found {len(matching)}; pending: {seen}"
+        )
+    return matching
+
+
+def _contains(actual: Any, expected: Mapping[str, Any]) -> bool:
+    return isinstance(actual, Mapping) and all(
+        key in actual and actual[key] == value for key, value in expected.items()
+    )
