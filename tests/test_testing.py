@@ -49,3 +49,30 @@ async def test_assert_enqueued_matches_type_payload_keys_and_queue(jq: JobQueue)
         await assert_enqueued(jq, "send_email", count=2)
     with pytest.raises(AssertionError, match="found 0"):
         await assert_enqueued(jq, "send_sms")
+
+
+async def test_inline_runs_jobs_before_enqueue_returns_nested_ones_included(
+    jq: JobQueue,
+) -> None:
+    from jobqueue.testing import inline
+
+    order: list[str] = []
+
+    @jq.task("signup")
+    async def signup(payload: dict[str, Any]) -> None:
+        order.append("signup")
+        await jq.enqueue("welcome", {"to": payload["to"]})  # enqueued by a handler
+        order.append("signup done")
+
+    @jq.task("welcome")
+    async def welcome(payload: dict[str, Any]) -> None:
+        order.append(f"welcome {payload['to']}")
+
+    async with inline(jq):
+        job = await jq.enqueue("signup", {"to": "a@example.com"})
+        assert job.status == JobStatus.COMPLETED
+        assert order == ["signup", "signup done", "welcome a@example.com"]
+        [bulk] = await jq.enqueue_many("welcome", [{"to": "b@example.com"}])
+        assert (await jq.get(bulk)).status == JobStatus.COMPLETED  # type: ignore[union-attr]
+    outside = await jq.enqueue("welcome", {"to": "c@example.com"})
+    assert outside.status == JobStatus.PENDING  # the block is over: normal again

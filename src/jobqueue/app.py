@@ -18,7 +18,7 @@ import functools
 import inspect
 import json
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -115,6 +115,8 @@ class JobQueue:
         self._sync_loop: asyncio.AbstractEventLoop | None = None
         self._sync_thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        # Set by jobqueue.testing.inline: runs the due jobs right after an enqueue.
+        self.after_enqueue: Callable[[], Awaitable[None]] | None = None
 
     @property
     def queries(self) -> Queries:
@@ -270,6 +272,9 @@ class JobQueue:
             delay_seconds=delay_seconds,
         )
         job, _ = await self._insert(row, unique_key, unique_for, conn)
+        if self.after_enqueue is not None and conn is None:
+            await self.after_enqueue()
+            return await self.get(job.id) or job
         return job
 
     async def enqueue_job(
@@ -346,6 +351,8 @@ class JobQueue:
             return []
         db = conn if conn is not None else await self.pool()
         records = await db.fetch(self.queries.enqueue_payloads, type_, queue_, encoded, *rest)
+        if self.after_enqueue is not None and conn is None:
+            await self.after_enqueue()
         return [r[0] for r in records]
 
     async def enqueue_jobs(

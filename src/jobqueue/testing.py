@@ -1,6 +1,6 @@
 """Helpers for an application's own tests, against a real database.
 
-    from jobqueue.testing import assert_enqueued, drain
+    from jobqueue.testing import assert_enqueued, drain, inline
 
     async def test_signup_sends_a_welcome_email(jq):
         await signup("a@example.com")                    # the code under test enqueues
@@ -9,15 +9,17 @@
         assert job.status == "completed"
 
 ``drain`` runs the application's real handlers with a real worker, so what passes here
-passes in production; nothing is mocked.
+passes in production; nothing is mocked. ``inline(jq)`` drains after every enqueue, so
+that code under test finds its jobs done when ``enqueue`` returns.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from jobqueue.app import JobQueue
@@ -58,6 +60,39 @@ async def drain(jq: JobQueue, *, timeout: float = 30.0, concurrency: int = 1) ->
         started_at,
     )
     return [Job.from_record(r) for r in records]
+
+
+@contextlib.asynccontextmanager
+async def inline(jq: JobQueue) -> AsyncIterator[JobQueue]:
+    """While active, every ``enqueue`` (and ``enqueue_many``) runs the due jobs before it
+    returns, and ``enqueue`` returns its job as it ended::
+
+        async with inline(jq):
+            job = await jq.enqueue("send_email", {"to": "a@example.com"})
+            assert job.status == "completed"
+
+    A job a handler enqueues runs in the same drain, after the current one. A job
+    enqueued with ``conn=`` (inside an uncommitted transaction) is not visible yet: it
+    runs at the next enqueue, or when the block ends.
+    """
+    draining = False
+
+    async def run_due() -> None:
+        nonlocal draining
+        if draining:  # enqueued by a handler: the drain in progress will take it
+            return
+        draining = True
+        try:
+            await drain(jq)
+        finally:
+            draining = False
+
+    jq.after_enqueue = run_due
+    try:
+        yield jq
+        await run_due()
+    finally:
+        jq.after_enqueue = None
 
 
 async def _busy(jq: JobQueue, worker: Worker) -> bool:
