@@ -20,7 +20,7 @@ import json
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 import asyncpg
 
@@ -30,7 +30,7 @@ from jobqueue.cron import Schedule
 from jobqueue.db.embedded import EmbeddedPostgres
 from jobqueue.db.migrate import migrate
 from jobqueue.db.pool import connect, create_pool, resolve_dsn
-from jobqueue.db.sql import Queries, queries
+from jobqueue.db.sql import Queries, for_psycopg, queries
 from jobqueue.enqueuer import Enqueuer
 from jobqueue.job import (
     FINAL_STATES,
@@ -46,9 +46,13 @@ from jobqueue.job import (
 from jobqueue.retry import RetryPolicy
 
 if TYPE_CHECKING:
+    import psycopg
+
     from jobqueue.new_job import NewJob
 
 Handler = Callable[..., Any]
+# A connection of the application's, inside its transaction, for enqueue(conn=...).
+AppConnection = Union[asyncpg.Connection, "psycopg.AsyncConnection[Any]"]
 
 # Connections per process. Handlers never use them: a worker needs four at once
 # (producer, completer, heartbeat, maintenance), whatever its WORKER_COUNT, and the
@@ -249,11 +253,12 @@ class JobQueue:
         delay_seconds: float | None = None,
         unique_key: str | None = None,
         unique_for: float | None = None,
-        conn: asyncpg.Connection | None = None,
+        conn: AppConnection | None = None,
     ) -> Job:
         """Store a new job and return it.
 
-        With ``conn`` (an asyncpg connection inside the application's transaction)
+        With ``conn`` (an asyncpg connection, or a psycopg 3 AsyncConnection, inside the
+        application's transaction)
         the job exists exactly when that transaction commits, and workers are
         woken at commit. A value that breaks a rule raises ValueError naming the field.
 
@@ -295,7 +300,7 @@ class JobQueue:
         if unique_key is not None:
             return await self._insert_unique(row, unique_key, unique_for, conn)
         if conn is not None:  # the caller's transaction: never shared with other calls
-            return Job.from_record(await conn.fetchrow(self.queries.enqueue, *row)), True
+            return Job.from_record(await _fetchrow(conn, self.queries.enqueue, *row)), True
         await self.pool()
         enqueuer = self._enqueuers[asyncio.get_running_loop()]
         return Job.from_record(await enqueuer.insert(row)), True
@@ -311,10 +316,10 @@ class JobQueue:
         # A holder can finish (or be deleted) between our attempt and our look at it:
         # then the key is free, and the next attempt takes it.
         for _ in range(UNIQUE_ATTEMPTS):
-            record = await db.fetchrow(self.queries.enqueue_unique, *row, key, hold)
+            record = await _fetchrow(db, self.queries.enqueue_unique, *row, key, hold)
             if record is not None:
                 return Job.from_record(record), True
-            holder = await db.fetchrow(self.queries.unique_holder, key)
+            holder = await _fetchrow(db, self.queries.unique_holder, key)
             if holder is not None:
                 return Job.from_record(holder), False
         raise RuntimeError(f"unique key {key!r} kept changing hands; try again")
@@ -561,8 +566,26 @@ class JobQueue:
         max_attempts: int | None = None,
         run_at: datetime | None = None,
         delay_seconds: float | None = None,
+        conn: Any = None,
     ) -> Job:
-        """``enqueue`` for code without an event loop (scripts, WSGI apps, threads)."""
+        """``enqueue`` for code without an event loop (scripts, WSGI apps, threads).
+
+        ``conn``: a psycopg 3 connection inside the application's transaction; the job
+        exists exactly when that transaction commits (run in the caller's thread, on
+        the caller's connection).
+        """
+        if conn is not None:
+            fields.check_options(payload=payload)
+            row = self._row(
+                type,
+                payload or {},
+                queue=queue,
+                priority=priority,
+                max_attempts=max_attempts,
+                run_at=run_at,
+                delay_seconds=delay_seconds,
+            )
+            return Job.from_record(_fetchrow_sync(conn, self.queries.enqueue, *row))
         return self._run_sync(
             self.enqueue(
                 type,
@@ -609,6 +632,36 @@ class JobQueue:
         if self._sync_thread is not None:
             self._sync_thread.join()
         loop.close()
+
+
+def _is_psycopg(conn: Any) -> bool:
+    # By module, so that psycopg is imported only by applications that use it.
+    return type(conn).__module__.startswith("psycopg")
+
+
+async def _fetchrow(conn: Any, sql: str, *args: Any) -> Any:
+    """One row of one of our queries, on an asyncpg connection (or pool) or a psycopg 3
+    AsyncConnection: the application's own, inside its transaction."""
+    if not _is_psycopg(conn):
+        return await conn.fetchrow(sql, *args)
+    from psycopg.rows import dict_row
+
+    text, order = for_psycopg(sql)
+    async with conn.cursor(row_factory=dict_row) as cursor:
+        await cursor.execute(text, [args[i] for i in order])
+        return await cursor.fetchone()
+
+
+def _fetchrow_sync(conn: Any, sql: str, *args: Any) -> Any:
+    """_fetchrow for a sync psycopg 3 Connection."""
+    if not _is_psycopg(conn):
+        raise TypeError(f"enqueue_sync(conn=...) takes a psycopg 3 connection, got {conn!r}")
+    from psycopg.rows import dict_row
+
+    text, order = for_psycopg(sql)
+    with conn.cursor(row_factory=dict_row) as cursor:
+        cursor.execute(text, [args[i] for i in order])
+        return cursor.fetchone()
 
 
 # One encoder for every call: json.dumps with options builds a new one each time.

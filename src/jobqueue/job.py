@@ -100,7 +100,8 @@ class Job:
         """A row of the jobs table, trusted as it is: the schema's types and checks
         already hold, so validating it again would only cost time on every call."""
         values = {k: record[k] for k in _JOB_COLUMNS}
-        values["payload"] = json.loads(values["payload"])
+        if isinstance(values["payload"], str):  # asyncpg gives jsonb as text; psycopg decodes it
+            values["payload"] = json.loads(values["payload"])
         values["status"] = JobStatus(values["status"])
         return cls(**values)
 
