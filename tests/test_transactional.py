@@ -75,3 +75,54 @@ async def test_a_unique_job_on_the_applications_connection(
         again = await jq.enqueue("x", unique_key="k", conn=app)
     assert first.id == again.id
     assert await count(db, schema) == 1
+
+
+def sqlalchemy_url(pg_dsn: str, driver: str) -> str:
+    return pg_dsn.replace("postgresql://", f"postgresql+{driver}://", 1)
+
+
+@pytest.mark.parametrize("driver", ["asyncpg", "psycopg"])
+async def test_sqlalchemy_async_session_commit_and_rollback(
+    jq: JobQueue, db: asyncpg.Connection, schema: str, pg_dsn: str, driver: str
+) -> None:
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
+
+    engine = create_async_engine(sqlalchemy_url(pg_dsn, driver))
+    try:
+        async with AsyncSession(engine) as session:
+            async with session.begin():
+                await session.execute(text("SELECT 1"))  # the application's own work
+                job = await jq.enqueue("send_email", {"to": "a@example.com"}, conn=session)
+                assert await count(db, schema) == 0
+            assert await jq.get(job.id) == job
+            await session.begin()
+            await jq.enqueue("send_email", {"to": "b@example.com"}, conn=session)
+            await session.rollback()
+    finally:
+        await engine.dispose()
+    assert await count(db, schema) == 1
+
+
+async def test_sqlalchemy_sync_session_from_enqueue_sync(
+    jq: JobQueue, db: asyncpg.Connection, schema: str, pg_dsn: str
+) -> None:
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import Session
+
+    def app_code() -> int:
+        engine = create_engine(sqlalchemy_url(pg_dsn, "psycopg"))
+        try:
+            with Session(engine) as session:
+                with session.begin():
+                    job = jq.enqueue_sync("report", {"day": 1}, conn=session)
+                session.begin()
+                jq.enqueue_sync("report", {"day": 2}, conn=session)
+                session.rollback()
+            return job.id
+        finally:
+            engine.dispose()
+
+    job_id = await asyncio.to_thread(app_code)
+    assert (await jq.get(job_id)).payload == {"day": 1}  # type: ignore[union-attr]
+    assert await count(db, schema) == 1

@@ -47,12 +47,13 @@ from jobqueue.retry import RetryPolicy
 
 if TYPE_CHECKING:
     import psycopg
+    from sqlalchemy.ext.asyncio import AsyncSession
 
     from jobqueue.new_job import NewJob
 
 Handler = Callable[..., Any]
 # A connection of the application's, inside its transaction, for enqueue(conn=...).
-AppConnection = Union[asyncpg.Connection, "psycopg.AsyncConnection[Any]"]
+AppConnection = Union[asyncpg.Connection, "psycopg.AsyncConnection[Any]", "AsyncSession"]
 
 # Connections per process. Handlers never use them: a worker needs four at once
 # (producer, completer, heartbeat, maintenance), whatever its WORKER_COUNT, and the
@@ -257,8 +258,8 @@ class JobQueue:
     ) -> Job:
         """Store a new job and return it.
 
-        With ``conn`` (an asyncpg connection, or a psycopg 3 AsyncConnection, inside the
-        application's transaction)
+        With ``conn`` (an asyncpg connection, a psycopg 3 AsyncConnection or a SQLAlchemy
+        AsyncSession, inside the application's transaction)
         the job exists exactly when that transaction commits, and workers are
         woken at commit. A value that breaks a rule raises ValueError naming the field.
 
@@ -570,9 +571,9 @@ class JobQueue:
     ) -> Job:
         """``enqueue`` for code without an event loop (scripts, WSGI apps, threads).
 
-        ``conn``: a psycopg 3 connection inside the application's transaction; the job
-        exists exactly when that transaction commits (run in the caller's thread, on
-        the caller's connection).
+        ``conn``: a psycopg 3 connection, or a SQLAlchemy Session over one, inside the
+        application's transaction; the job exists exactly when that transaction commits
+        (run in the caller's thread, on the caller's connection).
         """
         if conn is not None:
             fields.check_options(payload=payload)
@@ -639,9 +640,20 @@ def _is_psycopg(conn: Any) -> bool:
     return type(conn).__module__.startswith("psycopg")
 
 
+def _is_sqlalchemy(conn: Any) -> bool:
+    return type(conn).__module__.startswith("sqlalchemy")
+
+
 async def _fetchrow(conn: Any, sql: str, *args: Any) -> Any:
-    """One row of one of our queries, on an asyncpg connection (or pool) or a psycopg 3
-    AsyncConnection: the application's own, inside its transaction."""
+    """One row of one of our queries, on an asyncpg connection (or pool), a psycopg 3
+    AsyncConnection, or a SQLAlchemy AsyncSession over either: the application's own,
+    inside its transaction."""
+    if _is_sqlalchemy(conn):  # the session's connection, inside its transaction
+        session_conn = await conn.connection()
+        # SQLAlchemy's asyncpg adapter sends BEGIN with its first statement, not before:
+        # without one of its own, our INSERT would run (and commit) outside it.
+        await session_conn.exec_driver_sql("SELECT 1")
+        conn = (await session_conn.get_raw_connection()).driver_connection
     if not _is_psycopg(conn):
         return await conn.fetchrow(sql, *args)
     from psycopg.rows import dict_row
@@ -653,9 +665,14 @@ async def _fetchrow(conn: Any, sql: str, *args: Any) -> Any:
 
 
 def _fetchrow_sync(conn: Any, sql: str, *args: Any) -> Any:
-    """_fetchrow for a sync psycopg 3 Connection."""
+    """_fetchrow for a sync psycopg 3 Connection, or a SQLAlchemy Session over one."""
+    if _is_sqlalchemy(conn):
+        conn = conn.connection().connection.driver_connection
     if not _is_psycopg(conn):
-        raise TypeError(f"enqueue_sync(conn=...) takes a psycopg 3 connection, got {conn!r}")
+        raise TypeError(
+            f"enqueue_sync(conn=...) takes a psycopg 3 connection or a SQLAlchemy Session "
+            f"over one, got {conn!r}"
+        )
     from psycopg.rows import dict_row
 
     text, order = for_psycopg(sql)
