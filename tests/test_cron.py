@@ -21,7 +21,7 @@ from tests.conftest import StartWorker, wait_final
 
 pytestmark = pytest.mark.anyio
 
-OPTIONS = {"queue": "default", "priority": 0, "max_attempts": 3}
+OPTIONS = ("default", 0, 3)  # queue, priority, max_attempts
 
 
 async def jobs(db: asyncpg.Connection, schema: str) -> list[asyncpg.Record]:

@@ -407,19 +407,22 @@ class JobQueue:
         """The values of one job's row, checked, with the task's defaults filled in."""
         type = fields.check_type(type)
         fields.check_options(
+            payload=payload,
             queue=queue,
             priority=priority,
             max_attempts=max_attempts,
             run_at=run_at,
             delay_seconds=delay_seconds,
         )
-        task = self.tasks.get(type)
+        queue, priority, max_attempts = job_options(
+            self.tasks.get(type), self.settings, queue, priority, max_attempts
+        )
         return (
             type,
-            queue or (task and task.queue) or "default",
+            queue,
             _encode_payload(payload),
-            _first(priority, task and task.priority, 0),
-            _first(max_attempts, task and task.max_attempts, self.settings.max_attempts),
+            priority,
+            max_attempts,
             run_at,
             delay_seconds,
         )
@@ -576,7 +579,6 @@ class JobQueue:
         (run in the caller's thread, on the caller's connection).
         """
         if conn is not None:
-            fields.check_options(payload=payload)
             row = self._row(
                 type,
                 payload or {},
@@ -633,6 +635,21 @@ class JobQueue:
         if self._sync_thread is not None:
             self._sync_thread.join()
         loop.close()
+
+
+def job_options(
+    task: Task | None,
+    settings: Settings,
+    queue: str | None = None,
+    priority: int | None = None,
+    max_attempts: int | None = None,
+) -> tuple[str, int, int]:
+    """A job's queue, priority and max_attempts: its own, else its task's, else the defaults."""
+    return (
+        queue or (task and task.queue) or "default",
+        _first(priority, task and task.priority, 0),
+        _first(max_attempts, task and task.max_attempts, settings.max_attempts),
+    )
 
 
 def _is_psycopg(conn: Any) -> bool:

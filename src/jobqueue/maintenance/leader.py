@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
-from typing import Any
 
 import asyncpg
 import structlog
@@ -44,7 +43,7 @@ class Maintenance:
         retain_completed: float | None = None,
         retain_failed: float | None = None,
         priority_aging: float | None = None,
-        schedules: Sequence[tuple[Schedule, dict[str, Any]]] = (),
+        schedules: Sequence[tuple[Schedule, tuple[str, int, int]]] = (),
     ) -> None:
         self._pool = pool
         self._q = queries

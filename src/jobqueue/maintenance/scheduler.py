@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import asyncpg
 import structlog
@@ -34,9 +33,9 @@ class Scheduler:
         self,
         pool: asyncpg.Pool,
         queries: Queries,
-        schedules: Sequence[tuple[Schedule, dict[str, Any]]],
+        schedules: Sequence[tuple[Schedule, tuple[str, int, int]]],
     ) -> None:
-        """``schedules``: each with its job's options (queue, priority, max_attempts)."""
+        """``schedules``: each with its jobs' queue, priority and max_attempts."""
         self._pool = pool
         self._q = queries
         self._schedules = list(schedules)
@@ -46,7 +45,7 @@ class Scheduler:
         """Enqueue every tick due and not handled yet; return how many jobs were created."""
         now = now or datetime.now(UTC)
         created = 0
-        for schedule, options in self._schedules:
+        for schedule, (queue, priority, max_attempts) in self._schedules:
             tick = schedule.last_tick(now)
             if self._done.get(schedule) == tick:
                 continue
@@ -57,10 +56,10 @@ class Scheduler:
             record = await self._pool.fetchrow(
                 self._q.enqueue_unique,
                 schedule.type,
-                options["queue"],
+                queue,
                 json.dumps({"tick": tick.isoformat()}),
-                options["priority"],
-                options["max_attempts"],
+                priority,
+                max_attempts,
                 tick,
                 None,
                 schedule.key(tick),

@@ -13,13 +13,12 @@ import os
 import socket
 import uuid
 from collections.abc import Mapping
-from typing import Any
 
 import asyncpg
 import structlog
 
 from jobqueue import config
-from jobqueue.app import Task
+from jobqueue.app import Task, job_options
 from jobqueue.config import Settings
 from jobqueue.cron import Schedule, parse_entries
 from jobqueue.db.sql import queries
@@ -43,21 +42,16 @@ def new_worker_id() -> str:
 
 def schedules(
     settings: Settings, tasks: Mapping[str, Task]
-) -> list[tuple[Schedule, dict[str, Any]]]:
+) -> list[tuple[Schedule, tuple[str, int, int]]]:
     """The periodic jobs: those declared on tasks, then JOBQUEUE_CRON's; each with the
-    options its jobs get from their task, if this process has one."""
+    queue, priority and max_attempts its jobs get (from their task, if this process
+    has one)."""
     declared = [t.schedule for t in tasks.values() if t.schedule is not None]
     configured = parse_entries(tuple(settings.cron.split(";"))) if settings.cron else []
-    found = []
-    for schedule in [*declared, *configured]:
-        task = tasks.get(schedule.type)
-        options = {
-            "queue": (task and task.queue) or "default",
-            "priority": (task and task.priority) or 0,
-            "max_attempts": (task and task.max_attempts) or settings.max_attempts,
-        }
-        found.append((schedule, options))
-    return found
+    return [
+        (schedule, job_options(tasks.get(schedule.type), settings))
+        for schedule in [*declared, *configured]
+    ]
 
 
 class Worker:
