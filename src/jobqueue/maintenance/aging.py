@@ -17,6 +17,7 @@ import asyncpg
 import structlog
 
 from jobqueue.db.sql import Queries
+from jobqueue.maintenance.batches import in_batches
 
 log = structlog.get_logger("jobqueue.aging")
 
@@ -44,13 +45,9 @@ class Aging:
     async def run_once(self) -> int:
         if self._step is None:
             return 0
-        aged = 0
-        for _ in range(MAX_BATCHES):
-            status = await self._pool.execute(self._q.priority_age, self._step, BATCH)
-            n = int(status.split()[-1])  # "UPDATE n"
-            aged += n
-            if n < BATCH:
-                break
+        aged = await in_batches(
+            self._pool, self._q.priority_age, self._step, size=BATCH, max_batches=MAX_BATCHES
+        )
         if aged:
             log.info(f"Priority aging moved {aged} waiting jobs up one step", aged=aged)
         return aged

@@ -8,13 +8,13 @@ autovacuum (tuned for the jobs table, see migration 0005) keeps up with the dead
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import asyncpg
 import structlog
 
 from jobqueue.db.sql import Queries
+from jobqueue.maintenance.batches import in_batches
 
 log = structlog.get_logger("jobqueue.retention")
 
@@ -55,19 +55,15 @@ class Retention:
         """Delete what is past retention (up to MAX_BATCHES batches); return how many."""
         deleted = 0
         for statuses, keep in self._rules:
-            if keep is None:
-                continue
-            for _ in range(MAX_BATCHES):
-                status = await self._pool.execute(self._q.retention_delete, statuses, keep, BATCH)
-                n = int(status.split()[-1])  # "DELETE n"
-                deleted += n
-                if n < BATCH:
-                    break
-                await asyncio.sleep(PAUSE_SECONDS)
+            if keep is not None:
+                deleted += await in_batches(
+                    self._pool, self._q.retention_delete, statuses, keep,
+                    size=BATCH, max_batches=MAX_BATCHES, pause=PAUSE_SECONDS,
+                )  # fmt: skip
         if deleted:
             log.info(f"Retention deleted {deleted} finished jobs", deleted=deleted)
-        for _ in range(MAX_BATCHES):  # unique keys whose hold has ended
-            status = await self._pool.execute(self._q.unique_keys_expire, BATCH)
-            if int(status.split()[-1]) < BATCH:
-                break
+        # Unique keys whose hold has ended.
+        await in_batches(
+            self._pool, self._q.unique_keys_expire, size=BATCH, max_batches=MAX_BATCHES
+        )
         return deleted
