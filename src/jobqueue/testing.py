@@ -44,7 +44,7 @@ async def drain(jq: JobQueue, *, timeout: float = 30.0, concurrency: int = 1) ->
         jq.settings, worker_count=concurrency, poll_interval=DRAIN_POLL_SECONDS
     )
     pool = await jq.pool()
-    started_at = await pool.fetchval("SELECT now()")
+    started_at = await pool.fetchval(jq.queries.clock)
     worker = Worker(pool, jq.dsn, settings, jq.tasks)
     await worker.start()
     try:
@@ -55,10 +55,7 @@ async def drain(jq: JobQueue, *, timeout: float = 30.0, concurrency: int = 1) ->
             await asyncio.sleep(0.02)
     finally:
         await worker.stop(asyncio.Event())
-    records = await pool.fetch(
-        f'SELECT * FROM "{jq.settings.schema}".jobs WHERE updated_at >= $1 ORDER BY id',
-        started_at,
-    )
+    records = await pool.fetch(jq.queries.jobs_changed_since, started_at)
     return [Job.from_record(r) for r in records]
 
 
@@ -98,12 +95,7 @@ async def inline(jq: JobQueue) -> AsyncIterator[JobQueue]:
 async def _busy(jq: JobQueue, worker: Worker) -> bool:
     if worker.executor.running:
         return True
-    pool = await jq.pool()
-    found: bool = await pool.fetchval(
-        f"""SELECT EXISTS (SELECT 1 FROM "{jq.settings.schema}".jobs
-                           WHERE status = 'running'
-                              OR (status = 'pending' AND run_at <= now()))"""
-    )
+    found: bool = await (await jq.pool()).fetchval(jq.queries.jobs_due_or_running)
     return found
 
 

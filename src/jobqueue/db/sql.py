@@ -46,6 +46,7 @@ class Queries:
     advisory_unlock: str
     cancel_jobs: str
     claim: str
+    clock: str
     complete: str
     enqueue: str
     enqueue_payloads: str
@@ -54,6 +55,8 @@ class Queries:
     fail: str
     get_job: str
     job_attempts: str
+    jobs_changed_since: str
+    jobs_due_or_running: str
     heartbeat: str
     leader_elect: str
     leader_resign: str
