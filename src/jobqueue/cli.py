@@ -11,7 +11,7 @@ import runpy
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -347,12 +347,7 @@ def run_jobs_retry(args: argparse.Namespace) -> int:
         "finished_after": aware_time("--finished-after", args.finished_after),
         "finished_before": aware_time("--finished-before", args.finished_before),
     }
-    given = any(v is not None for v in filters.values())
-    if args.id is not None and (given or args.all):
-        raise UsageError("give a job ID or filters, not both")
-    if args.id is None and not (given or args.all):
-        raise UsageError("give a job ID, filters (--type, --queue, --finished-after/before) "
-                         "or --all")  # fmt: skip
+    one_job_or_filters(args, filters.values(), "--type, --queue, --finished-after/before")
     jq = client(args)
     if args.id is not None:
         job = with_jobqueue(jq, lambda: jq.retry(args.id))
@@ -370,11 +365,7 @@ def run_jobs_retry(args: argparse.Namespace) -> int:
 
 
 def run_jobs_cancel(args: argparse.Namespace) -> int:
-    given = args.type is not None or args.queue is not None
-    if args.id is not None and (given or args.all):
-        raise UsageError("give a job ID or filters, not both")
-    if args.id is None and not (given or args.all):
-        raise UsageError("give a job ID, filters (--type, --queue) or --all")
+    one_job_or_filters(args, (args.type, args.queue), "--type, --queue")
     jq = client(args)
     if args.id is not None:
         job = with_jobqueue(jq, lambda: jq.cancel(args.id))
@@ -393,6 +384,15 @@ def run_jobs_cancel(args: argparse.Namespace) -> int:
     else:
         print(f"{counts['cancelled']} cancelled, {counts['requested']} running asked to stop")
     return 0
+
+
+def one_job_or_filters(args: argparse.Namespace, filters: Iterable[Any], names: str) -> None:
+    """A bulk command takes a job ID, or filters, or --all: exactly one of them."""
+    given = any(v is not None for v in filters) or args.all
+    if args.id is not None and given:
+        raise UsageError("give a job ID or filters, not both")
+    if args.id is None and not given:
+        raise UsageError(f"give a job ID, filters ({names}) or --all")
 
 
 def aware_time(flag: str, value: str | None) -> datetime | None:
