@@ -574,8 +574,8 @@ class JobQueue:
     ) -> Job:
         """``enqueue`` for code without an event loop (scripts, WSGI apps, threads).
 
-        ``conn``: a psycopg 3 connection, or a SQLAlchemy Session over one, inside the
-        application's transaction; the job exists exactly when that transaction commits
+        ``conn``: a psycopg 3 connection, a SQLAlchemy Session over one, or Django's
+        ``django.db.connection`` (psycopg 3 backend), inside the application's transaction; the job exists exactly when that transaction commits
         (run in the caller's thread, on the caller's connection).
         """
         if conn is not None:
@@ -685,10 +685,13 @@ def _fetchrow_sync(conn: Any, sql: str, *args: Any) -> Any:
     """_fetchrow for a sync psycopg 3 Connection, or a SQLAlchemy Session over one."""
     if _is_sqlalchemy(conn):
         conn = conn.connection().connection.driver_connection
+    elif type(conn).__module__.startswith("django"):  # django.db.connection, on psycopg 3
+        conn.ensure_connection()
+        conn = conn.connection
     if not _is_psycopg(conn):
         raise TypeError(
-            f"enqueue_sync(conn=...) takes a psycopg 3 connection or a SQLAlchemy Session "
-            f"over one, got {conn!r}"
+            f"enqueue_sync(conn=...) takes a psycopg 3 connection, a SQLAlchemy Session "
+            f"over one or django.db.connection, got {conn!r}"
         )
     from psycopg.rows import dict_row
 
