@@ -575,8 +575,9 @@ class JobQueue:
         """``enqueue`` for code without an event loop (scripts, WSGI apps, threads).
 
         ``conn``: a psycopg 3 connection, a SQLAlchemy Session over one, or Django's
-        ``django.db.connection`` (psycopg 3 backend), inside the application's transaction; the job exists exactly when that transaction commits
-        (run in the caller's thread, on the caller's connection).
+        ``django.db.connection`` (psycopg 3 backend), inside the application's
+        transaction; the job exists exactly when that transaction commits (run in the
+        caller's thread, on the caller's connection).
         """
         if conn is not None:
             row = self._row(
