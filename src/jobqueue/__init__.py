@@ -1,9 +1,10 @@
 """jobqueue: a background job service on PostgreSQL."""
 
-from jobqueue.app import JobQueue, Task
+from jobqueue.app import JobQueue
 from jobqueue.context import JobContext
 from jobqueue.job import Attempt, Job, JobStatus
 from jobqueue.retry import Discard, ExponentialBackoff, FixedDelay, RetryAt
+from jobqueue.task import PayloadError, Task
 
 __all__ = [
     "Attempt",
@@ -14,6 +15,7 @@ __all__ = [
     "JobContext",
     "JobQueue",
     "JobStatus",
+    "PayloadError",
     "RetryAt",
     "Task",
 ]

@@ -14,8 +14,6 @@ from __future__ import annotations
 import asyncio
 import builtins
 import dataclasses
-import functools
-import inspect
 import json
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
@@ -44,6 +42,7 @@ from jobqueue.job import (
     WorkerInfo,
 )
 from jobqueue.retry import RetryPolicy
+from jobqueue.task import Task, TaskDecorator
 
 if TYPE_CHECKING:
     import psycopg
@@ -51,7 +50,6 @@ if TYPE_CHECKING:
 
     from jobqueue.new_job import NewJob
 
-Handler = Callable[..., Any]
 # A connection of the application's, inside its transaction, for enqueue(conn=...).
 AppConnection = Union[asyncpg.Connection, "psycopg.AsyncConnection[Any]", "AsyncSession"]
 
@@ -64,34 +62,7 @@ RETRY_BATCH = 1000
 RETRYABLE = sorted(RETRYABLE_STATES)
 # Rounds of "take the key, else read its holder" before giving up (see _insert_unique).
 UNIQUE_ATTEMPTS = 5
-F = TypeVar("F", bound=Handler)
 T = TypeVar("T")
-
-
-@dataclasses.dataclass(frozen=True)
-class Task:
-    """A registered handler and the defaults its jobs get."""
-
-    type: str
-    fn: Handler
-    queue: str | None = None
-    max_attempts: int | None = None
-    priority: int | None = None
-    timeout: float | None = None
-    isolated: bool = False
-    retry: RetryPolicy | None = None
-    schedule: Schedule | None = None
-
-    @functools.cached_property
-    def is_async(self) -> bool:
-        return inspect.iscoroutinefunction(self.fn)
-
-    @functools.cached_property
-    def takes_context(self) -> bool:
-        """True if the handler has a second parameter, for the JobContext."""
-        params = inspect.signature(self.fn).parameters.values()
-        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
 
 
 class JobQueue:
@@ -112,7 +83,7 @@ class JobQueue:
         if schema is not None:
             settings = dataclasses.replace(settings, schema=config.schema_name("schema", schema))
         self.settings = settings
-        self.tasks: dict[str, Task] = {}
+        self.tasks: dict[str, Task[Any, Any]] = {}
         self._dsn: str | None = None
         self._embedded: EmbeddedPostgres | None = None
         self._pools: dict[asyncio.AbstractEventLoop, asyncpg.Pool] = {}
@@ -141,8 +112,9 @@ class JobQueue:
         retry: RetryPolicy | None = None,
         cron: str | None = None,
         cron_timezone: str = "UTC",
-    ) -> Callable[[F], F]:
-        """Register the decorated function (sync or async) as the handler of ``type``.
+    ) -> TaskDecorator:
+        """Register the decorated function (sync or async) as the handler of ``type``,
+        and return it as a Task (see jobqueue.task: typed payloads, ``.enqueue()``).
 
         ``timeout``: seconds an attempt may run (default JOBQUEUE_JOB_TIMEOUT, else none).
         ``isolated``: run each attempt of this sync handler in a child process, so that a
@@ -160,14 +132,16 @@ class JobQueue:
             raise ValueError(f"retry must be a callable (attempt) -> seconds, got {retry!r}")
         schedule = None if cron is None else Schedule(type, cron, cron_timezone)
 
-        def register(fn: F) -> F:
+        def register(fn: Callable[..., Any]) -> Task[Any, Any]:
             if type in self.tasks:
                 raise ValueError(f"a handler for job type {type!r} is already registered")
-            task = Task(type, fn, queue, max_attempts, priority, timeout, isolated, retry, schedule)
+            task: Task[Any, Any] = Task(
+                type, fn, self, queue, max_attempts, priority, timeout, isolated, retry, schedule
+            )
             if isolated and task.is_async:
                 raise ValueError("isolated=True is for sync handlers; async ones are cancelled")
             self.tasks[type] = task
-            return fn
+            return task
 
         return register
 
@@ -245,7 +219,7 @@ class JobQueue:
     async def enqueue(
         self,
         type: str,
-        payload: Mapping[str, Any] | None = None,
+        payload: Any = None,
         *,
         queue: str | None = None,
         priority: int | None = None,
@@ -266,11 +240,14 @@ class JobQueue:
         With ``unique_key``, while another job with that key is pending or running (or
         completed less than ``unique_for`` seconds ago), nothing is stored and that job
         is returned instead.
+
+        ``payload``: a mapping, or for a typed task (see jobqueue.task) an instance of its
+        payload type; it is checked against that type (PayloadError, a ValueError).
         """
-        fields.check_options(payload=payload, unique_key=unique_key, unique_for=unique_for)
+        fields.check_options(unique_key=unique_key, unique_for=unique_for)
         row = self._row(
             type,
-            payload or {},
+            payload,
             queue=queue,
             priority=priority,
             max_attempts=max_attempts,
@@ -328,7 +305,7 @@ class JobQueue:
     async def enqueue_many(
         self,
         type: str,
-        payloads: Iterable[Mapping[str, Any]],
+        payloads: Iterable[Any],
         *,
         queue: str | None = None,
         priority: int | None = None,
@@ -339,20 +316,20 @@ class JobQueue:
     ) -> list[int]:
         """Store one job of ``type`` per payload, all or none, in one statement; return
         their ids in order. Workers are woken once per batch, not once per job."""
-        type_, queue_, _, *rest = self._row(
+        type_, queue_, *rest = self._options(
             type,
-            {},
             queue=queue,
             priority=priority,
             max_attempts=max_attempts,
             run_at=run_at,
             delay_seconds=delay_seconds,
         )
-        payloads = list(payloads)
+        encoded = []
         for i, payload in enumerate(payloads):
-            if not isinstance(payload, Mapping):
-                raise ValueError(f"payloads[{i}]: must be a mapping, got {payload!r}")
-        encoded = [_encode_payload(p) for p in payloads]
+            try:
+                encoded.append(_encode_payload(self._payload(type_, payload)))
+            except ValueError as exc:
+                raise ValueError(f"payloads[{i}]: {exc}") from exc
         if not encoded:
             return []
         db = conn if conn is not None else await self.pool()
@@ -396,7 +373,7 @@ class JobQueue:
     def _row(
         self,
         type: str,
-        payload: Mapping[str, Any],
+        payload: Any,
         *,
         queue: str | None,
         priority: int | None,
@@ -405,9 +382,30 @@ class JobQueue:
         delay_seconds: float | None,
     ) -> tuple[Any, ...]:
         """The values of one job's row, checked, with the task's defaults filled in."""
+        type, queue_, *rest = self._options(
+            type,
+            queue=queue,
+            priority=priority,
+            max_attempts=max_attempts,
+            run_at=run_at,
+            delay_seconds=delay_seconds,
+        )
+        return (type, queue_, _encode_payload(self._payload(type, payload)), *rest)
+
+    def _options(
+        self,
+        type: str,
+        *,
+        queue: str | None,
+        priority: int | None,
+        max_attempts: int | None,
+        run_at: datetime | None,
+        delay_seconds: float | None,
+    ) -> tuple[Any, ...]:
+        """A row's values but the payload: type, queue, priority, max_attempts, run_at,
+        delay_seconds."""
         type = fields.check_type(type)
         fields.check_options(
-            payload=payload,
             queue=queue,
             priority=priority,
             max_attempts=max_attempts,
@@ -417,15 +415,17 @@ class JobQueue:
         queue, priority, max_attempts = job_options(
             self.tasks.get(type), self.settings, queue, priority, max_attempts
         )
-        return (
-            type,
-            queue,
-            _encode_payload(payload),
-            priority,
-            max_attempts,
-            run_at,
-            delay_seconds,
-        )
+        return (type, queue, priority, max_attempts, run_at, delay_seconds)
+
+    def _payload(self, type: str, payload: Any) -> Mapping[str, Any]:
+        """The payload to store: checked against the task's payload type, if it has one."""
+        task = self.tasks.get(type)
+        if task is not None and task.payload_type is not None:
+            return task.dump({} if payload is None else payload)
+        if payload is None:
+            return {}
+        fields.check_options(payload=payload)
+        return payload  # type: ignore[no-any-return]  # a Mapping: checked just above
 
     async def get(self, job_id: int) -> Job | None:
         record = await (await self.pool()).fetchrow(self.queries.get_job, job_id)
@@ -563,13 +563,15 @@ class JobQueue:
     def enqueue_sync(
         self,
         type: str,
-        payload: Mapping[str, Any] | None = None,
+        payload: Any = None,
         *,
         queue: str | None = None,
         priority: int | None = None,
         max_attempts: int | None = None,
         run_at: datetime | None = None,
         delay_seconds: float | None = None,
+        unique_key: str | None = None,
+        unique_for: float | None = None,
         conn: Any = None,
     ) -> Job:
         """``enqueue`` for code without an event loop (scripts, WSGI apps, threads).
@@ -579,28 +581,29 @@ class JobQueue:
         transaction; the job exists exactly when that transaction commits (run in the
         caller's thread, on the caller's connection).
         """
-        if conn is not None:
-            row = self._row(
-                type,
-                payload or {},
-                queue=queue,
-                priority=priority,
-                max_attempts=max_attempts,
-                run_at=run_at,
-                delay_seconds=delay_seconds,
-            )
-            return Job.from_record(_fetchrow_sync(conn, self.queries.enqueue, *row))
-        return self._run_sync(
-            self.enqueue(
-                type,
-                payload,
-                queue=queue,
-                priority=priority,
-                max_attempts=max_attempts,
-                run_at=run_at,
-                delay_seconds=delay_seconds,
-            )
+        options: dict[str, Any] = dict(
+            queue=queue,
+            priority=priority,
+            max_attempts=max_attempts,
+            run_at=run_at,
+            delay_seconds=delay_seconds,
         )
+        if conn is None:
+            return self._run_sync(
+                self.enqueue(type, payload, unique_key=unique_key, unique_for=unique_for, **options)
+            )
+        fields.check_options(unique_key=unique_key, unique_for=unique_for)
+        row = self._row(type, payload, **options)
+        if unique_key is None:
+            return Job.from_record(_fetchrow_sync(conn, self.queries.enqueue, *row))
+        for _ in range(UNIQUE_ATTEMPTS):  # as in _insert_unique
+            record = _fetchrow_sync(conn, self.queries.enqueue_unique, *row, unique_key, unique_for)
+            if record is not None:
+                return Job.from_record(record)
+            holder = _fetchrow_sync(conn, self.queries.unique_holder, unique_key)
+            if holder is not None:
+                return Job.from_record(holder)
+        raise RuntimeError(f"unique key {unique_key!r} kept changing hands; try again")
 
     def get_sync(self, job_id: int) -> Job | None:
         return self._run_sync(self.get(job_id))
@@ -639,7 +642,7 @@ class JobQueue:
 
 
 def job_options(
-    task: Task | None,
+    task: Task[Any, Any] | None,
     settings: Settings,
     queue: str | None = None,
     priority: int | None = None,

@@ -16,6 +16,7 @@ from jobqueue.app import JobQueue
 from jobqueue.encoding import to_json
 from jobqueue.job import Attempt, Job, JobStatus, QueueInfo, WorkerInfo
 from jobqueue.new_job import NewJob
+from jobqueue.task import PayloadError
 
 router = APIRouter()
 
@@ -216,7 +217,15 @@ def check(request: Request, new: NewJob, loc: list[str | int]) -> list[dict[str,
                 "too_large",
             )
         )
-    if request.app.state.check_types and new.type not in jq.tasks:
+    task = jq.tasks.get(new.type)
+    if task is not None and task.payload_type is not None:
+        try:
+            task.dump(new.payload)
+        except PayloadError as exc:
+            problems.extend(
+                field_error([*loc, "payload", *e["loc"]], e["msg"], e["type"]) for e in exc.errors
+            )
+    if request.app.state.check_types and task is None:
         known = ", ".join(sorted(jq.tasks)) or "none"
         problems.append(
             field_error(

@@ -19,8 +19,8 @@ from typing import Any
 import structlog
 
 from jobqueue import logs
-from jobqueue.app import Task
 from jobqueue.retry import Discard, RetryAt, RetryPolicy
+from jobqueue.task import PayloadError, Task
 from jobqueue.worker.claimed import ClaimedJob
 from jobqueue.worker.completer import Completer
 from jobqueue.worker.isolation import IsolatedFailure, run_isolated
@@ -43,7 +43,7 @@ class JobTimeout(Exception):
 class Executor:
     def __init__(
         self,
-        tasks: Mapping[str, Task],
+        tasks: Mapping[str, Task[Any, Any]],
         slots: int,
         completer: Completer,
         retry: RetryPolicy,
@@ -163,13 +163,17 @@ class Executor:
         task = self._tasks.get(job.type)
         if task is None:
             raise UnknownJobType(f"no handler for type {job.type}")
+        try:
+            payload = task.load(job.payload)
+        except PayloadError as exc:  # it would not match on any later attempt either
+            raise Discard(str(exc)) from None
         if not task.takes_context:
-            args: tuple[Any, ...] = (job.payload,)
+            args: tuple[Any, ...] = (payload,)
         elif task.is_async or task.isolated:  # stopped by cancellation itself
-            args = (job.payload, job.context())
+            args = (payload, job.context())
         else:
             flag = self._cancel_flags[job.id] = threading.Event()
-            args = (job.payload, job.context(flag))
+            args = (payload, job.context(flag))
         timeout = task.timeout if task.timeout is not None else self._default_timeout
         if timeout is None:  # the common case, on the hot path: no timeout context
             await self._call(task, args)
@@ -183,11 +187,11 @@ class Executor:
                 raise JobTimeout(f"job exceeded its timeout of {timeout:g}s") from None
             raise
 
-    async def _call(self, task: Task, args: tuple[Any, ...]) -> None:
+    async def _call(self, task: Task[Any, Any], args: tuple[Any, ...]) -> None:
         if task.is_async:
             await task.fn(*args)
         elif task.isolated:
-            await run_isolated(task.fn, args)
+            await run_isolated(task, args)
         else:
             await self._in_thread(task.fn, args)
 

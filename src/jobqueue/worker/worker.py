@@ -13,17 +13,19 @@ import os
 import socket
 import uuid
 from collections.abc import Mapping
+from typing import Any
 
 import asyncpg
 import structlog
 
 from jobqueue import config
-from jobqueue.app import Task, job_options
+from jobqueue.app import job_options
 from jobqueue.config import Settings
 from jobqueue.cron import Schedule, parse_entries
 from jobqueue.db.sql import queries
 from jobqueue.maintenance import Maintenance
 from jobqueue.retry import ExponentialBackoff
+from jobqueue.task import Task
 from jobqueue.worker.completer import Completer
 from jobqueue.worker.executor import Executor
 from jobqueue.worker.heartbeat import Heartbeat
@@ -41,7 +43,7 @@ def new_worker_id() -> str:
 
 
 def schedules(
-    settings: Settings, tasks: Mapping[str, Task]
+    settings: Settings, tasks: Mapping[str, Task[Any, Any]]
 ) -> list[tuple[Schedule, tuple[str, int, int]]]:
     """The periodic jobs: those declared on tasks, then JOBQUEUE_CRON's; each with the
     queue, priority and max_attempts its jobs get (from their task, if this process
@@ -60,8 +62,10 @@ class Worker:
         pool: asyncpg.Pool,
         dsn: str,
         settings: Settings,
-        tasks: Mapping[str, Task],
+        tasks: Mapping[str, Task[Any, Any]],
     ) -> None:
+        for task in tasks.values():
+            task.prepare()
         q = queries(settings.schema)
         self.id = new_worker_id()
         limits = config.queue_limits(settings.queues)

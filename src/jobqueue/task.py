@@ -1,0 +1,234 @@
+"""Task: a registered handler, the defaults its jobs get, and the type of its payload.
+
+A handler's first parameter receives the job's payload. Annotated with a pydantic
+model, a dataclass or a TypedDict (from typing_extensions before Python 3.12, as
+pydantic requires), the payload is checked against that type when the
+job is enqueued (from Python or over HTTP, every bad field named) and again when it
+runs, and the handler receives an instance of it. Otherwise the handler receives the
+JSON object as a dict, unchecked::
+
+    class Email(BaseModel):
+        to: str
+        subject: str = ""
+
+    @jq.task("send_email", queue="mail")
+    async def send_email(email: Email, ctx: JobContext) -> None: ...
+
+    send_email.enqueue(Email(to="a@b.c"))                  # mypy checks the payload's type
+    await send_email.enqueue_async(Email(to="a@b.c"), delay_seconds=60)
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import functools
+import importlib
+import inspect
+import typing
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, Protocol, TypeVar
+
+import typing_extensions
+
+from jobqueue.cron import Schedule
+from jobqueue.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+    from jobqueue.app import AppConnection, JobQueue
+    from jobqueue.job import Job
+
+M = TypeVar("M")
+R = TypeVar("R")
+
+
+class PayloadError(ValueError):
+    """A payload that does not match its task's type. ``errors``: one per bad field,
+    ``{"loc": ("to",), "msg": "Field required", "type": "missing"}``."""
+
+    def __init__(self, task_type: str, errors: list[dict[str, Any]]) -> None:
+        self.errors = errors
+        fields = "; ".join(
+            ".".join(["payload", *(str(p) for p in e["loc"])]) + f": {e['msg']}" for e in errors
+        )
+        super().__init__(f"payload of {task_type!r} is invalid: {fields}")
+
+
+class TaskDecorator(Protocol):
+    """What ``JobQueue.task(...)`` returns: it turns a handler into a Task whose
+    payload type is the handler's first parameter's."""
+
+    def __call__(self, fn: Callable[Concatenate[M, ...], R], /) -> Task[M, R]: ...
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Task(Generic[M, R]):
+    """A registered handler and the defaults its jobs get. Calling it calls the handler."""
+
+    type: str
+    fn: Callable[..., R]
+    app: JobQueue = dataclasses.field(repr=False)
+    queue: str | None = None
+    max_attempts: int | None = None
+    priority: int | None = None
+    timeout: float | None = None
+    isolated: bool = False
+    retry: RetryPolicy | None = None
+    schedule: Schedule | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> R:
+        return self.fn(*args, **kwargs)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # By name, like the function it replaces in its module: an isolated handler's
+        # child process imports it (a Task's JobQueue holds locks and cannot pickle).
+        return (_by_name, (self.fn.__module__, self.fn.__qualname__))
+
+    @functools.cached_property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.fn)
+
+    @functools.cached_property
+    def takes_context(self) -> bool:
+        """True if the handler has a second parameter, for the JobContext."""
+        params = inspect.signature(self.fn).parameters.values()
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+    @functools.cached_property
+    def payload_type(self) -> builtins.type | None:
+        """The class payloads are checked as (the first parameter's annotation, if it is
+        a pydantic model, a dataclass or a TypedDict); None: a plain dict, unchecked.
+
+        Resolved on first use, so that the annotation may name a class defined after the
+        handler; an annotation that cannot be resolved raises TypeError naming it."""
+        params = list(inspect.signature(self.fn).parameters)
+        if not params:
+            return None
+        try:
+            hints = typing.get_type_hints(self.fn)
+        except Exception as exc:
+            raise TypeError(
+                f"cannot resolve the annotations of the handler of {self.type!r}: {exc}"
+            ) from exc
+        annotation = hints.get(params[0])
+        return annotation if _is_model(annotation) else None
+
+    def prepare(self) -> None:
+        """Resolve the payload type and build its validator now, so that a bad
+        annotation fails a worker's start rather than its jobs."""
+        _ = self._adapter
+
+    @functools.cached_property
+    def _adapter(self) -> TypeAdapter[Any] | None:
+        if self.payload_type is None:
+            return None
+        # pydantic is imported only by applications with typed tasks (see jobqueue.fields).
+        from pydantic import TypeAdapter
+
+        return TypeAdapter(self.payload_type)
+
+    def dump(self, payload: Any) -> dict[str, Any]:
+        """The payload as the JSON object to store: checked against the payload type (an
+        instance of it, or a mapping of its fields) with its defaults filled in.
+        Raises PayloadError."""
+        if self._adapter is None:
+            return payload  # type: ignore[no-any-return]  # checked by jobqueue.fields
+        dumped: dict[str, Any] = self._adapter.dump_python(self._validate(payload), mode="json")
+        return dumped
+
+    def load(self, payload: Any) -> Any:
+        """A stored payload as the handler's argument. Raises PayloadError."""
+        return payload if self._adapter is None else self._validate(payload)
+
+    def _validate(self, payload: Any) -> Any:
+        from pydantic import ValidationError
+
+        assert self._adapter is not None
+        try:
+            return self._adapter.validate_python(payload)
+        except ValidationError as exc:
+            errors = [
+                {"loc": tuple(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()
+            ]
+            raise PayloadError(self.type, errors) from None
+
+    # -- enqueueing ------------------------------------------------------------
+
+    def enqueue(
+        self,
+        payload: M,
+        *,
+        queue: str | None = None,
+        priority: int | None = None,
+        max_attempts: int | None = None,
+        run_at: datetime | None = None,
+        delay_seconds: float | None = None,
+        unique_key: str | None = None,
+        unique_for: float | None = None,
+        conn: Any = None,
+    ) -> Job:
+        """Store a job of this task from code without an event loop; the options and
+        ``conn`` are those of ``JobQueue.enqueue_sync``. Raises PayloadError."""
+        return self.app.enqueue_sync(
+            self.type,
+            payload,
+            queue=queue,
+            priority=priority,
+            max_attempts=max_attempts,
+            run_at=run_at,
+            delay_seconds=delay_seconds,
+            unique_key=unique_key,
+            unique_for=unique_for,
+            conn=conn,
+        )
+
+    async def enqueue_async(
+        self,
+        payload: M,
+        *,
+        queue: str | None = None,
+        priority: int | None = None,
+        max_attempts: int | None = None,
+        run_at: datetime | None = None,
+        delay_seconds: float | None = None,
+        unique_key: str | None = None,
+        unique_for: float | None = None,
+        conn: AppConnection | None = None,
+    ) -> Job:
+        """Store a job of this task; the options and ``conn`` are those of
+        ``JobQueue.enqueue``. Raises PayloadError."""
+        return await self.app.enqueue(
+            self.type,
+            payload,
+            queue=queue,
+            priority=priority,
+            max_attempts=max_attempts,
+            run_at=run_at,
+            delay_seconds=delay_seconds,
+            unique_key=unique_key,
+            unique_for=unique_for,
+            conn=conn,
+        )
+
+
+def _is_model(annotation: Any) -> bool:
+    if not isinstance(annotation, type):
+        return False
+    if dataclasses.is_dataclass(annotation) or typing_extensions.is_typeddict(annotation):
+        return True
+    # A pydantic model, recognised without importing pydantic.
+    return any(
+        c.__module__.startswith("pydantic.") and c.__name__ == "BaseModel"
+        for c in annotation.__mro__
+    )
+
+
+def _by_name(module: str, qualname: str) -> Any:
+    found: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    return found
