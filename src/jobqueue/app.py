@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
     from jobqueue.new_job import NewJob
+    from jobqueue.waiter import Waiter
 
 # A connection of the application's, inside its transaction, for enqueue(conn=...).
 AppConnection = Union[asyncpg.Connection, "psycopg.AsyncConnection[Any]", "AsyncSession"]
@@ -88,6 +89,7 @@ class JobQueue:
         self._embedded: EmbeddedPostgres | None = None
         self._pools: dict[asyncio.AbstractEventLoop, asyncpg.Pool] = {}
         self._enqueuers: dict[asyncio.AbstractEventLoop, Enqueuer] = {}
+        self._waiters: dict[asyncio.AbstractEventLoop, Waiter] = {}
         self._sync_loop: asyncio.AbstractEventLoop | None = None
         self._sync_thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -194,6 +196,9 @@ class JobQueue:
         """
         loop = asyncio.get_running_loop()
         self._enqueuers.pop(loop, None)
+        waiter = self._waiters.pop(loop, None)
+        if waiter is not None:
+            await waiter.close()
         pool = self._pools.pop(loop, None)
         if pool is not None and terminate:
             pool.terminate()
@@ -431,6 +436,27 @@ class JobQueue:
         record = await (await self.pool()).fetchrow(self.queries.get_job, job_id)
         return None if record is None else Job.from_record(record)
 
+    async def wait(self, job_id: int, timeout: float | None = None) -> Job:
+        """The job once it is completed, failed or cancelled (at once if it already is).
+
+        Woken by the database's announcement of the job's end (LISTEN), with a slow
+        fallback read (see jobqueue.waiter); no polling loop. Raises JobNotFound, or
+        TimeoutError if the job is still pending or running after ``timeout`` seconds
+        (None: wait as long as it takes). A failed job is returned, not raised: its
+        ``last_error`` says why.
+        """
+        from jobqueue.waiter import Waiter  # it imports jobqueue.worker, which imports us
+
+        loop = asyncio.get_running_loop()
+        waiter = self._waiters.get(loop)
+        if waiter is None:
+            waiter = self._waiters[loop] = Waiter(self, await self._resolved_dsn())
+        return await waiter.wait(job_id, timeout)
+
+    def wait_sync(self, job_id: int, timeout: float | None = None) -> Job:
+        """``wait`` for code without an event loop."""
+        return self._run_sync(self.wait(job_id, timeout))
+
     async def list(
         self,
         *,
@@ -631,10 +657,7 @@ class JobQueue:
         loop, self._sync_loop = self._sync_loop, None
         if loop is None:
             return
-        self._enqueuers.pop(loop, None)
-        pool = self._pools.pop(loop, None)
-        if pool is not None:
-            asyncio.run_coroutine_threadsafe(pool.close(), loop).result()
+        asyncio.run_coroutine_threadsafe(self.close_pool(), loop).result()
         loop.call_soon_threadsafe(loop.stop)
         if self._sync_thread is not None:
             self._sync_thread.join()

@@ -340,6 +340,22 @@ class Settings:
         "Largest JSON payload accepted. Big payloads slow every claim of the row; "
         "store large data elsewhere and pass a reference.",
     )
+    max_result_bytes: int = setting(
+        "JOBQUEUE_MAX_RESULT_BYTES",
+        positive_int,
+        64 * 1024,
+        "Largest handler return value stored with its job, as JSON; a larger one fails "
+        "the job (no retry: it would be as large again). Results live in the jobs table, "
+        "read by every listing: return a reference to big data, not the data.",
+    )
+    progress_interval: float = setting(
+        "JOBQUEUE_PROGRESS_INTERVAL",
+        positive_seconds,
+        1.0,
+        "Least time between two progress writes of one running job; reports in between "
+        "are merged, the latest kept. Shorter shows fresher progress for one UPDATE "
+        "per job per interval.",
+    )
     max_request_bytes: int = setting(
         "JOBQUEUE_MAX_REQUEST_BYTES",
         positive_int,

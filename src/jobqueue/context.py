@@ -1,16 +1,24 @@
-"""What a running handler may know about its job.
+"""What a running handler may know about its job, and what it may say of it.
 
 A handler that takes a second parameter receives it::
 
-    @jq.task("charge")
-    async def charge(payload: dict, ctx: JobContext) -> None:
-        key = ctx.idempotency_key   # the same on every attempt of this job
+    @jq.task("import_rows")
+    async def import_rows(payload: dict, ctx: JobContext) -> None:
+        ctx.log.info("starting")                 # every line carries job_id, type, attempt
+        for i, row in enumerate(rows):
+            ...
+            ctx.progress((i + 1) / len(rows), f"rows {i + 1}/{len(rows)}")
+        key = ctx.idempotency_key                # the same on every attempt of this job
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +29,9 @@ class JobContext:
     attempt: int
     max_attempts: int
     _cancel: threading.Event | None = field(default=None, repr=False, compare=False)
+    _report: Callable[[float | None, str | None], None] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @property
     def cancel_requested(self) -> bool:
@@ -34,3 +45,19 @@ class JobContext:
         """Stable across attempts: a handler that must not act twice records this key
         with its side effect (at-least-once execution may run a job again)."""
         return f"jobqueue-job-{self.id}"
+
+    @property
+    def log(self) -> Any:
+        """A structlog logger bound with this job's id, type and attempt."""
+        return structlog.get_logger("jobqueue.job").bind(
+            job_id=self.id, type=self.type, attempt=self.attempt
+        )
+
+    def progress(self, fraction: float | None = None, message: str | None = None) -> None:
+        """Report how far this attempt has got: ``fraction`` from 0 to 1 and/or a short
+        message. Cheap to call often: the latest report is written at most once per
+        JOBQUEUE_PROGRESS_INTERVAL, and shows in ``GET /jobs/{id}`` as ``progress``.
+        Works from async and sync handlers alike. Raises ValueError for a fraction
+        outside 0..1."""
+        if self._report is not None:
+            self._report(fraction, message)

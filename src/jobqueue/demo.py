@@ -8,6 +8,7 @@ from typing import Any
 import structlog
 
 from jobqueue.app import JobQueue
+from jobqueue.context import JobContext
 
 log = structlog.get_logger("jobqueue.demo")
 
@@ -15,10 +16,11 @@ jq = JobQueue()
 
 
 @jq.task("send_email")
-async def send_email(payload: dict[str, Any]) -> None:
-    """Simulated: logs the message it would send."""
+async def send_email(payload: dict[str, Any]) -> dict[str, Any]:
+    """Simulated: logs the message it would send; its result names the recipient."""
     log.info("Sending email (simulated)", to=payload.get("to"), subject=payload.get("subject"))
     await asyncio.sleep(0.01)
+    return {"sent_to": payload.get("to")}
 
 
 @jq.task("fail_test")
@@ -28,9 +30,14 @@ def fail_test(payload: dict[str, Any]) -> None:
 
 
 @jq.task("sleep")
-async def sleep(payload: dict[str, Any]) -> None:
-    """Sleeps ``{"seconds": x}`` (default 1): a long job for trying shutdown."""
-    await asyncio.sleep(float(payload.get("seconds", 1)))
+async def sleep(payload: dict[str, Any], ctx: JobContext) -> dict[str, float]:
+    """Sleeps ``{"seconds": x}`` (default 1), reporting its progress in tenths: a long
+    job for trying progress, waiting and shutdown."""
+    seconds = float(payload.get("seconds", 1))
+    for tenth in range(1, 11):
+        await asyncio.sleep(seconds / 10)
+        ctx.progress(tenth / 10, f"slept {seconds * tenth / 10:g}s of {seconds:g}s")
+    return {"slept_seconds": seconds}
 
 
 @jq.task("noop")

@@ -72,6 +72,12 @@ class Job:
                     "finished_at": "2026-11-29T10:00:00.05Z",
                     "unique_key": None,
                     "cancel_requested_at": None,
+                    "result": {"message_id": "<20261129.1@example.com>"},
+                    "progress": {
+                        "fraction": 1.0,
+                        "message": "sent",
+                        "updated_at": "2026-11-29T10:00:00.04Z",
+                    },
                 }
             ]
         },
@@ -94,6 +100,10 @@ class Job:
     finished_at: datetime | None
     unique_key: str | None
     cancel_requested_at: datetime | None
+    result: Any
+    """What the handler returned (JSON), once completed; null if it returned None."""
+    progress: Progress | None
+    """The running attempt's last reported progress (kept when the job ends)."""
 
     @classmethod
     def from_record(cls, record: Any) -> Job:
@@ -103,7 +113,27 @@ class Job:
         if isinstance(values["payload"], str):  # asyncpg gives jsonb as text; psycopg decodes it
             values["payload"] = json.loads(values["payload"])
         values["status"] = JobStatus(values["status"])
+        if isinstance(values["result"], str):
+            values["result"] = json.loads(values["result"])
+        if values["progress"] is not None:
+            values["progress"] = Progress.from_json(values["progress"])
         return cls(**values)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Progress:
+    """What a handler last said of its progress (``ctx.progress``)."""
+
+    fraction: float | None
+    """From 0 to 1, or null if the handler gave only a message."""
+    message: str | None
+    updated_at: datetime
+
+    @classmethod
+    def from_json(cls, value: Any) -> Progress:
+        if isinstance(value, str):
+            value = json.loads(value)
+        return cls(value["fraction"], value["message"], datetime.fromisoformat(value["updated_at"]))
 
 
 _JOB_COLUMNS = tuple(f.name for f in dataclasses.fields(Job))

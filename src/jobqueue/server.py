@@ -118,6 +118,7 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
         if worker is not None:
             await worker.stop(force)
         if http is not None and http_task is not None:
+            app.state.stopping.set()
             http.should_exit = True
             http.force_exit = force.is_set()
             await http_task

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 from fastapi import FastAPI
@@ -28,6 +29,9 @@ def create_app(
     app.state.jobqueue = jq
     app.state.check_types = check_types
     app.state.listener_health = listener_health
+    # Set when the server begins to stop: long-polls answer at once instead of
+    # holding the shutdown up.
+    app.state.stopping = asyncio.Event()
     app.include_router(router)
     errors.install(app)
     app.add_middleware(BodyLimit, max_request_bytes=jq.settings.max_request_bytes)

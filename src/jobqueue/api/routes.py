@@ -14,7 +14,7 @@ from jobqueue import fields
 from jobqueue.api.errors import UNAVAILABLE, field_error
 from jobqueue.app import JobQueue
 from jobqueue.encoding import to_json
-from jobqueue.job import Attempt, Job, JobStatus, QueueInfo, WorkerInfo
+from jobqueue.job import FINAL_STATES, Attempt, Job, JobStatus, QueueInfo, WorkerInfo
 from jobqueue.new_job import NewJob
 from jobqueue.task import PayloadError
 
@@ -23,6 +23,9 @@ router = APIRouter()
 JobId = Annotated[int, Path(ge=1, le=2**63 - 1, description="The job's id.")]
 READY_TIMEOUT_SECONDS = 2.0
 MAX_BATCH_JOBS = 10_000
+# Longest long-poll of GET /jobs/{id}?wait=: an open request per waiting client; keep
+# it under the idle timeout of the proxies in front.
+MAX_WAIT_SECONDS = 300.0
 
 
 class JobList(BaseModel):
@@ -242,12 +245,49 @@ def problems_status(problems: list[dict[str, object]]) -> int:
 
 
 @router.get("/jobs/{id}", response_model=Job, summary="Get a job", responses={404: {}})
-async def get_job(request: Request, id: JobId) -> Response:
-    """The job as stored now: state, attempts, last error, times."""
-    job = await jobqueue(request).get(id)
+async def get_job(
+    request: Request,
+    id: JobId,
+    wait: Annotated[
+        float | None,
+        Query(
+            gt=0,
+            le=MAX_WAIT_SECONDS,
+            description="Long-poll: answer as soon as the job is completed, failed or "
+            "cancelled, or after this many seconds with the job as it is then.",
+        ),
+    ] = None,
+) -> Response:
+    """The job as stored now: state, attempts, last error, result, progress, times.
+    With `wait`, the answer waits (woken by the database, not by polling) until the
+    job is final or `wait` seconds have passed; a server shutting down answers at once."""
+    jq = jobqueue(request)
+    job = await jq.get(id)
     if job is None:
         raise HTTPException(404, detail=f"job {id} not found")
+    if wait is not None and job.status not in FINAL_STATES:
+        job = await long_poll(jq, id, wait, request.app.state.stopping)
     return job_response(job)
+
+
+async def long_poll(jq: JobQueue, id: int, seconds: float, stopping: asyncio.Event) -> Job:
+    """The job once final, or as it is after ``seconds`` or when the server stops."""
+    waiting = asyncio.ensure_future(jq.wait(id, timeout=seconds))
+    stopped = asyncio.ensure_future(stopping.wait())
+    try:
+        await asyncio.wait({waiting, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+        waiting.cancel()
+    if waiting.done() and not waiting.cancelled():
+        if waiting.exception() is None:
+            return waiting.result()
+        if not isinstance(waiting.exception(), TimeoutError):
+            raise waiting.exception()  # type: ignore[misc]  # JobNotFound, unavailable
+    job = await jq.get(id)
+    if job is None:
+        raise HTTPException(404, detail=f"job {id} not found")
+    return job
 
 
 @router.post(

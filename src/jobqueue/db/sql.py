@@ -1,7 +1,8 @@
 """The SQL of jobqueue: one file per query, loaded once, bound to a schema.
 
-Files use three placeholders: ``{schema}``, the schema as a quoted identifier,
-``{channel}`` and ``{cancel_channel}``, the NOTIFY channels as string literals. The schema name is
+Files use four placeholders: ``{schema}``, the schema as a quoted identifier, and
+``{channel}``, ``{cancel_channel}`` and ``{done_channel}``, the NOTIFY channels as
+string literals. The schema name is
 validated by config before it gets here, so a plain substitution is safe.
 """
 
@@ -24,11 +25,18 @@ def cancel_channel_name(schema: str) -> str:
     return f"{schema}_cancel"
 
 
+def done_channel_name(schema: str) -> str:
+    """The NOTIFY channel that announces jobs reaching a final state (completed, failed,
+    cancelled); its payload is their ids, comma-separated (at most 300 per message)."""
+    return f"{schema}_done"
+
+
 def bind(template: str, schema: str) -> str:
     return (
         template.replace("{schema}", f'"{schema}"')
         .replace("{channel}", f"'{channel_name(schema)}'")
         .replace("{cancel_channel}", f"'{cancel_channel_name(schema)}'")
+        .replace("{done_channel}", f"'{done_channel_name(schema)}'")
     )
 
 
@@ -66,6 +74,7 @@ class Queries:
     migrations_record: str
     ping: str
     priority_age: str
+    progress: str
     queue_pause: str
     queue_resume: str
     queues_overview: str
@@ -89,6 +98,10 @@ class Queries:
     @property
     def cancel_channel(self) -> str:
         return cancel_channel_name(self.schema)
+
+    @property
+    def done_channel(self) -> str:
+        return done_channel_name(self.schema)
 
 
 QUERY_NAMES = tuple(f.name for f in dataclasses.fields(Queries) if f.name != "schema")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,8 +31,16 @@ class ClaimedJob:
             r[0], r[1], r[2], {} if payload == "{}" else json.loads(payload), r[4], r[5], r[6]
         )
 
-    def context(self, cancel: threading.Event | None = None) -> JobContext:
-        return JobContext(self.id, self.type, self.queue, self.attempt, self.max_attempts, cancel)
+    def context(
+        self,
+        cancel: threading.Event | None = None,
+        report: Callable[[ClaimedJob, float | None, str | None], None] | None = None,
+    ) -> JobContext:
+        """The handler's view of this job; ``report`` receives its progress reports."""
+        on_progress = None if report is None else functools.partial(report, self)
+        return JobContext(
+            self.id, self.type, self.queue, self.attempt, self.max_attempts, cancel, on_progress
+        )
 
     @property
     def attempts_left(self) -> bool:

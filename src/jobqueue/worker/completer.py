@@ -47,13 +47,17 @@ class Completer:
         self._failed: list[Failure] = []
         self._released: list[ClaimedJob] = []
         self._cancelled: list[ClaimedJob] = []
+        self._results: dict[int, str] = {}  # of completed jobs that returned something
         self._pending = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
         self._closing = False
 
-    def complete(self, job: ClaimedJob) -> None:
+    def complete(self, job: ClaimedJob, result: str | None = None) -> None:
+        """``result``: the handler's return value as JSON text, or None."""
         self._completed.append(job)
+        if result is not None:
+            self._results[job.id] = result
         self._wake()
 
     def fail(self, job: ClaimedJob, error: str, traceback: str | None, delay: float | None) -> None:
@@ -109,8 +113,10 @@ class Completer:
                         "completion",
                         [j.id for j in completed],
                         held(completed),
-                        after=("completed", None),
+                        after=("completed", None, self._results_of(completed)),
                     )
+                    for job in completed:
+                        self._results.pop(job.id, None)
                     completed = []
                 if failed:
                     jobs = [f.job for f in failed]
@@ -151,7 +157,7 @@ class Completer:
                         "cancellation",
                         [j.id for j in cancelled],
                         held(cancelled),
-                        after=("cancelled", "cancelled while running"),
+                        after=("cancelled", "cancelled while running", None),
                     )
                     cancelled = []
         except BaseException:
@@ -159,6 +165,13 @@ class Completer:
             self._completed[:0], self._failed[:0], self._released[:0] = completed, failed, released
             self._cancelled[:0] = cancelled
             raise
+
+    def _results_of(self, jobs: list[ClaimedJob]) -> str | None:
+        """The results of ``jobs`` as the JSON object complete.sql takes, or None."""
+        if not self._results:
+            return None
+        parts = [f'"{j.id}":{self._results[j.id]}' for j in jobs if j.id in self._results]
+        return "{" + ",".join(parts) + "}" if parts else None
 
     async def _write(
         self,

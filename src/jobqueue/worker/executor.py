@@ -18,12 +18,13 @@ from typing import Any
 
 import structlog
 
-from jobqueue import logs
+from jobqueue import logs, results
 from jobqueue.retry import Discard, RetryAt, RetryPolicy
 from jobqueue.task import PayloadError, Task
 from jobqueue.worker.claimed import ClaimedJob
 from jobqueue.worker.completer import Completer
 from jobqueue.worker.isolation import IsolatedFailure, run_isolated
+from jobqueue.worker.progress import ProgressWriter
 
 log = structlog.get_logger("jobqueue.executor")
 
@@ -50,6 +51,8 @@ class Executor:
         on_slot_freed: Callable[[], None],
         on_retry_scheduled: Callable[[float], None],
         default_timeout: float | None = None,
+        max_result_bytes: int = 64 * 1024,
+        progress: ProgressWriter | None = None,
     ) -> None:
         self._tasks = tasks
         self._slots = slots
@@ -58,6 +61,9 @@ class Executor:
         self._on_slot_freed = on_slot_freed
         self._on_retry_scheduled = on_retry_scheduled
         self._default_timeout = default_timeout
+        self._max_result_bytes = max_result_bytes
+        self._progress = progress
+        self._report = None if progress is None else progress.report
         # One thread per slot, so sync handlers never wait for each other.
         self._threads = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="jobqueue-handler")
         self._running: dict[int, tuple[ClaimedJob, asyncio.Task[None]]] = {}
@@ -122,7 +128,9 @@ class Executor:
             )
             started = time.monotonic()
         try:
-            await self._invoke(job)
+            result = await self._invoke(job)
+            if self._progress is not None:
+                await self._progress.settle(job.id)
         except asyncio.CancelledError:
             if job.id in self._cancel_requested:
                 self._completer.cancel(job)  # our own cancel(): the job ends here
@@ -146,7 +154,7 @@ class Executor:
             if job.id in self._cancel_requested:
                 self._completer.cancel(job)
             else:
-                self._completer.complete(job)
+                self._completer.complete(job, result)
         finally:
             self._finished(job)
 
@@ -159,7 +167,8 @@ class Executor:
             self._cancel_flags.pop(job.id, None)
         self._on_slot_freed()
 
-    async def _invoke(self, job: ClaimedJob) -> None:
+    async def _invoke(self, job: ClaimedJob) -> str | None:
+        """Run the job's handler; return its result as JSON text (or None)."""
         task = self._tasks.get(job.type)
         if task is None:
             raise UnknownJobType(f"no handler for type {job.type}")
@@ -170,34 +179,37 @@ class Executor:
         if not task.takes_context:
             args: tuple[Any, ...] = (payload,)
         elif task.is_async or task.isolated:  # stopped by cancellation itself
-            args = (payload, job.context())
+            args = (payload, job.context(None, None if task.isolated else self._report))
         else:
             flag = self._cancel_flags[job.id] = threading.Event()
-            args = (payload, job.context(flag))
+            args = (payload, job.context(flag, self._report))
         timeout = task.timeout if task.timeout is not None else self._default_timeout
         if timeout is None:  # the common case, on the hot path: no timeout context
-            await self._call(task, args)
-            return
+            return await self._call(task, args)
         deadline = asyncio.timeout(timeout)
         try:
             async with deadline:
-                await self._call(task, args)
+                return await self._call(task, args)
         except TimeoutError:
             if deadline.expired():  # ours, not a TimeoutError the handler raised
                 raise JobTimeout(f"job exceeded its timeout of {timeout:g}s") from None
             raise
 
-    async def _call(self, task: Task[Any, Any], args: tuple[Any, ...]) -> None:
-        if task.is_async:
-            await task.fn(*args)
-        elif task.isolated:
-            await run_isolated(task, args)
-        else:
-            await self._in_thread(task.fn, args)
+    async def _call(self, task: Task[Any, Any], args: tuple[Any, ...]) -> str | None:
+        if task.isolated:
+            return await run_isolated(task, args, self._max_result_bytes)
+        value = await task.fn(*args) if task.is_async else await self._in_thread(task.fn, args)
+        if value is None:
+            return None
+        try:
+            return results.encode(value, self._max_result_bytes)
+        except results.ResultError as exc:  # it would be the same on any later attempt
+            raise Discard(str(exc)) from None
 
-    async def _in_thread(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    async def _in_thread(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         context = contextvars.copy_context()
-        await asyncio.get_running_loop().run_in_executor(self._threads, context.run, fn, *args)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._threads, context.run, fn, *args)
 
     def _failed(self, job: ClaimedJob, exc: Exception) -> None:
         plain = isinstance(exc, UnknownJobType | JobTimeout | IsolatedFailure | RetryAt | Discard)

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
+from jobqueue.results import encode
+
 # Forking this process directly would copy its event loop and threads mid-flight.
 _context = multiprocessing.get_context("forkserver")
 
@@ -25,9 +27,13 @@ class IsolatedFailure(Exception):
     """The handler raised, or its process died; the message says which."""
 
 
-async def run_isolated(fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+async def run_isolated(
+    fn: Callable[..., Any], args: tuple[Any, ...], max_result_bytes: int
+) -> str | None:
+    """Run ``fn(*args)`` in a child process; return its result as JSON text (see
+    jobqueue.results), or raise IsolatedFailure."""
     receive, send = _context.Pipe(duplex=False)
-    child = _context.Process(target=_child, args=(fn, args, send), daemon=True)
+    child = _context.Process(target=_child, args=(fn, args, max_result_bytes, send), daemon=True)
     child.start()
     send.close()
     try:
@@ -40,8 +46,11 @@ async def run_isolated(fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         await asyncio.get_running_loop().run_in_executor(None, child.join)
     if outcome is _DIED:
         raise IsolatedFailure(f"handler process exited with code {child.exitcode}")
-    if outcome is not None:
-        raise IsolatedFailure(outcome)
+    succeeded, value = outcome
+    if not succeeded:
+        raise IsolatedFailure(value)
+    result: str | None = value
+    return result
 
 
 _DIED = object()
@@ -67,13 +76,14 @@ async def _read(receive: Connection) -> Any:
         return _DIED
 
 
-def _child(fn: Callable[..., Any], args: tuple[Any, ...], send: Connection) -> None:
+def _child(
+    fn: Callable[..., Any], args: tuple[Any, ...], max_result_bytes: int, send: Connection
+) -> None:
     try:
-        fn(*args)
+        # Encoded here: the value itself may not pickle; its JSON always does.
+        send.send((True, encode(fn(*args), max_result_bytes)))
     except BaseException as exc:
         # The error as text: exception objects do not always pickle.
-        send.send(f"{type(exc).__name__}: {exc}")
-    else:
-        send.send(None)
+        send.send((False, f"{type(exc).__name__}: {exc}"))
     finally:
         send.close()

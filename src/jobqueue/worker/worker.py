@@ -31,6 +31,7 @@ from jobqueue.worker.executor import Executor
 from jobqueue.worker.heartbeat import Heartbeat
 from jobqueue.worker.listener import Listener
 from jobqueue.worker.producer import Producer
+from jobqueue.worker.progress import ProgressWriter
 
 log = structlog.get_logger("jobqueue.worker")
 
@@ -73,6 +74,7 @@ class Worker:
             dict.fromkeys([*limits, *sorted({t.queue for t in tasks.values() if t.queue})])
         )
         self.completer = Completer(pool, q, self.id)
+        self.progress = ProgressWriter(pool, q, self.id, settings.progress_interval)
         self.executor = Executor(
             tasks,
             settings.worker_count,
@@ -81,6 +83,8 @@ class Worker:
             on_slot_freed=lambda: self.producer.wake(),
             on_retry_scheduled=lambda delay: self.producer.wake_after(delay),
             default_timeout=settings.job_timeout,
+            max_result_bytes=settings.max_result_bytes,
+            progress=self.progress,
         )
         self.producer = Producer(
             pool,
@@ -129,6 +133,7 @@ class Worker:
         await self.heartbeat.register()
         self._tasks = [
             asyncio.create_task(self.completer.run(), name="completer"),
+            asyncio.create_task(self.progress.run(), name="progress"),
             asyncio.create_task(self.listener.run(), name="listener"),
             asyncio.create_task(self.heartbeat.run(), name="heartbeat"),
             asyncio.create_task(self.maintenance.run(), name="maintenance"),

@@ -25,5 +25,6 @@ WITH picked AS (
     RETURNING j.id, j.status
 )
 SELECT id, status,
-       CASE WHEN status = 'running' THEN pg_notify({cancel_channel}, id::text) END AS notified
+       CASE WHEN status = 'running' THEN pg_notify({cancel_channel}, id::text)
+            ELSE pg_notify({done_channel}, id::text) END AS notified
 FROM cancelled

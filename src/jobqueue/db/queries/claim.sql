@@ -20,6 +20,7 @@ SET status = 'running',
     worker_id = $3,
     lease_expires_at = now() + make_interval(secs => $4),
     started_at = now(),
-    updated_at = now()
+    updated_at = now(),
+    progress = NULL  -- progress belongs to an attempt
 WHERE j.id = ANY(ARRAY(SELECT id FROM due))
 RETURNING j.id, j.type, j.queue, j.payload, j.attempts, j.max_attempts, j.priority

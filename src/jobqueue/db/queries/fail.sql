@@ -23,9 +23,13 @@ WITH failed AS (
     WHERE j.id = ANY($1::bigint[])
       AND j.worker_id = $3
       AND j.attempts = ($2::jsonb -> j.id::text ->> 'attempt')::integer
-    RETURNING j.id, j.attempts, j.started_at, j.last_error
+    RETURNING j.id, j.attempts, j.started_at, j.last_error, j.status
+), told AS (  -- the jobs that ended, on the done channel as in complete.sql
+    SELECT pg_notify({done_channel}, string_agg(id::text, ','))
+    FROM failed WHERE status <> 'pending' GROUP BY id / 300
 )
 INSERT INTO {schema}.job_attempts (job_id, attempt, worker_id, error, traceback, started_at)
 SELECT f.id, f.attempts, $3, f.last_error, $2::jsonb -> f.id::text ->> 'traceback', f.started_at
 FROM failed AS f
+WHERE (SELECT count(*) FROM told) >= 0
 RETURNING job_id AS id

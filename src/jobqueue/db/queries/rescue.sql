@@ -27,5 +27,6 @@ WITH expired AS (
     SELECT r.id, r.attempts, e.worker_id, r.last_error, r.started_at
     FROM rescued AS r JOIN expired AS e USING (id)
 )
-SELECT id, status, attempts, max_attempts, queue, pg_notify({channel}, queue) AS notified
+SELECT id, status, attempts, max_attempts, queue, pg_notify({channel}, queue) AS notified,
+       CASE WHEN status <> 'pending' THEN pg_notify({done_channel}, id::text) END AS ended
 FROM rescued

@@ -1,0 +1,11 @@
+-- Records the progress running handlers reported, in one statement. $1: the job ids;
+-- $2: {"<id>": {"attempt": n, "fraction": 0.4 or null, "message": text or null}, ...};
+-- $3: the worker. Fenced like complete.sql: an attempt that ended or was taken from
+-- this worker meanwhile is not written.
+UPDATE {schema}.jobs AS j
+SET progress = ($2::jsonb -> j.id::text) - 'attempt'
+               || jsonb_build_object('updated_at', now())
+WHERE j.id = ANY($1::bigint[])
+  AND j.worker_id = $3
+  AND j.attempts = ($2::jsonb -> j.id::text ->> 'attempt')::integer
+RETURNING j.id

@@ -1,0 +1,95 @@
+"""Writes the progress handlers report (``ctx.progress``), rate-limited.
+
+Reports only update memory; one statement writes every job's latest report, at once
+after a quiet spell and then at most once per JOBQUEUE_PROGRESS_INTERVAL. A handler
+may report in a tight loop: it costs a dict assignment, not a query. Writes are
+fenced by attempt and worker, so a stale attempt's report never lands. A report made
+just before a job completes is written before its outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from typing import Any
+
+import asyncpg
+import structlog
+
+from jobqueue.db.pool import log_failure
+from jobqueue.db.sql import Queries
+from jobqueue.worker.claimed import ClaimedJob
+
+log = structlog.get_logger("jobqueue.progress")
+
+MAX_MESSAGE_CHARS = 1000
+
+
+class ProgressWriter:
+    def __init__(
+        self, pool: asyncpg.Pool, queries: Queries, worker_id: str, interval: float
+    ) -> None:
+        self._pool = pool
+        self._q = queries
+        self._worker_id = worker_id
+        self._interval = interval
+        # Reports come from handler threads too: the lock guards the latest ones.
+        self._lock = threading.Lock()
+        self._latest: dict[int, tuple[ClaimedJob, float | None, str | None]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._reported = asyncio.Event()
+
+    def report(self, job: ClaimedJob, fraction: float | None, message: str | None) -> None:
+        """Keep ``job``'s latest progress for the next write; from any thread."""
+        if fraction is not None and not (
+            isinstance(fraction, int | float) and 0.0 <= fraction <= 1.0
+        ):
+            raise ValueError(f"progress: fraction must be a number from 0 to 1, got {fraction!r}")
+        if message is not None:
+            message = str(message)[:MAX_MESSAGE_CHARS]
+        with self._lock:
+            self._latest[job.id] = (job, None if fraction is None else float(fraction), message)
+        if self._loop is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            self._reported.set()
+        else:
+            self._loop.call_soon_threadsafe(self._reported.set)
+
+    async def run(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        while True:
+            await self._reported.wait()
+            self._reported.clear()
+            try:
+                await self.flush()
+            except Exception as exc:
+                log_failure(log, exc, "writing progress failed", "progress not written")
+            await asyncio.sleep(self._interval)
+
+    async def settle(self, job_id: int) -> None:
+        """Write ``job_id``'s unwritten report, if any, before its outcome is: a finished
+        job shows its last progress, not the one before. Never raises: progress must
+        not fail a job."""
+        if job_id not in self._latest:
+            return
+        try:
+            await self.flush()
+        except Exception as exc:
+            log_failure(log, exc, "writing progress failed", "progress not written")
+
+    async def flush(self) -> None:
+        with self._lock:
+            latest, self._latest = self._latest, {}
+        if not latest:
+            return
+        reports: dict[str, Any] = {
+            str(job_id): {"attempt": job.attempt, "fraction": fraction, "message": message}
+            for job_id, (job, fraction, message) in latest.items()
+        }
+        await self._pool.fetch(self._q.progress, list(latest), json.dumps(reports), self._worker_id)
