@@ -1,0 +1,1 @@
+"""Orders, and the receipt job that each one enqueues."""

@@ -1,0 +1,1 @@
+"""A FastAPI app that stores an order and enqueues its receipt in one transaction."""
