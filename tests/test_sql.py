@@ -66,14 +66,19 @@ async def test_claim_reads_the_pending_index_not_finished_jobs(
     assert "Seq Scan" not in plan, plan
 
 
+# What a fenced write changes in the rows it accepts (default: ends the attempt).
+CHANGED = {"heartbeat": "lease_expires_at IS NOT NULL", "progress": "progress IS NOT NULL"}
+
+
 @pytest.mark.parametrize("plan_mode", ["force_custom_plan", "force_generic_plan"])
 @pytest.mark.parametrize(
     ("name", "types", "args"),
     [
-        ("complete", "bigint[], jsonb, text, text, text", ", 'completed', NULL"),
+        ("complete", "bigint[], jsonb, text, text, text, jsonb", ", 'completed', NULL, NULL"),
         ("fail", "bigint[], jsonb, text", ""),
         ("release", "bigint[], jsonb, text", ""),
         ("heartbeat", "bigint[], jsonb, text, float8", ", 30"),
+        ("progress", "bigint[], jsonb, text", ""),
     ],
 )
 async def test_fenced_writes_look_jobs_up_by_primary_key(
@@ -100,6 +105,8 @@ async def test_fenced_writes_look_jobs_up_by_primary_key(
     held: dict[str, object] = dict(attempts)
     if name == "fail":
         held = {k: {"attempt": a, "error": "e", "delay": None} for k, a in attempts.items()}
+    if name == "progress":
+        held = {k: {"attempt": a, "fraction": 0.5, "message": None} for k, a in attempts.items()}
     await db.execute(f"SET plan_cache_mode = {plan_mode}")
     await db.execute(f"PREPARE plan_test({types}) AS {getattr(queries(schema), name)}")
     id_list = "ARRAY[" + ",".join(attempts) + "]::bigint[]"
@@ -113,7 +120,7 @@ async def test_fenced_writes_look_jobs_up_by_primary_key(
     assert "Index Scan using jobs_pkey" in plan, plan
     changed = await db.fetchval(
         f"""SELECT count(*) FROM "{schema}".jobs
-            WHERE {"lease_expires_at IS NOT NULL" if name == "heartbeat" else "worker_id IS NULL"}
+            WHERE {CHANGED.get(name, "worker_id IS NULL")}
               AND id = ANY($1::bigint[])""",
         [int(k) for k in attempts],
     )
