@@ -10,7 +10,7 @@ them instead: ``jobqueue worker --app examples.script:jq``.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TypedDict
 
 from jobqueue import Job, JobQueue
 from jobqueue.testing import drain
@@ -18,14 +18,24 @@ from jobqueue.testing import drain
 jq = JobQueue()  # DATABASE_URL and JOBQUEUE_SCHEMA from the environment
 
 
+class Person(TypedDict):
+    name: str
+
+
+class Division(TypedDict):
+    a: float
+    b: float
+
+
 @jq.task("greet")
-def greet(payload: dict[str, Any]) -> None:
-    print(f"Hello, {payload['name']}!", flush=True)
+def greet(person: Person) -> str:
+    print(f"Hello, {person['name']}!", flush=True)
+    return f"greeted {person['name']}"  # stored with the job as its result
 
 
 @jq.task("divide", max_attempts=1)
-def divide(payload: dict[str, Any]) -> None:
-    print(f"{payload['a']} / {payload['b']} = {payload['a'] / payload['b']}", flush=True)
+def divide(division: Division) -> float:
+    return division["a"] / division["b"]
 
 
 async def run_jobs() -> list[Job]:
@@ -37,12 +47,12 @@ async def run_jobs() -> list[Job]:
 
 def main() -> None:
     asyncio.run(jq.migrate())  # jobqueue's tables; a no-op once applied
-    enqueued = [jq.enqueue_sync("greet", {"name": name}) for name in ("Ada", "Grace")]
-    enqueued.append(jq.enqueue_sync("divide", {"a": 1, "b": 0}))
+    enqueued = [greet.enqueue({"name": name}) for name in ("Ada", "Grace")]
+    enqueued.append(divide.enqueue({"a": 1, "b": 0}))
     print(f"Enqueued jobs {', '.join(str(job.id) for job in enqueued)}", flush=True)
     for job in asyncio.run(run_jobs()):
-        error = f": {job.last_error}" if job.last_error else ""
-        print(f"Job {job.id} {job.type} {job.payload}: {job.status}{error}")
+        outcome = job.last_error if job.last_error else repr(job.result)
+        print(f"Job {job.id} {job.type} {job.payload}: {job.status}, {outcome}")
 
 
 if __name__ == "__main__":

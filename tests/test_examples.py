@@ -232,8 +232,8 @@ def test_script_enqueues_runs_and_prints_each_outcome(
     assert "Hello, Ada!" in lines
     assert "Hello, Grace!" in lines
     assert lines[-3:] == [
-        "Job 1 greet {'name': 'Ada'}: completed",
-        "Job 2 greet {'name': 'Grace'}: completed",
-        "Job 3 divide {'a': 1, 'b': 0}: failed: ZeroDivisionError: division by zero",
+        "Job 1 greet {'name': 'Ada'}: completed, 'greeted Ada'",
+        "Job 2 greet {'name': 'Grace'}: completed, 'greeted Grace'",
+        "Job 3 divide {'a': 1.0, 'b': 0.0}: failed, ZeroDivisionError: float division by zero",
     ]
     assert [row[2] for row in jobs(pg_dsn, schema)] == ["completed", "completed", "failed"]

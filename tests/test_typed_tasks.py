@@ -10,13 +10,12 @@ import sys
 import textwrap
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import asyncpg
 import httpx
 import pytest
 from pydantic import BaseModel, Field
-from typing_extensions import TypedDict  # pydantic's requirement before Python 3.12
 
 from jobqueue.app import JobQueue
 from jobqueue.context import JobContext
@@ -40,9 +39,10 @@ class Invoice:
     lines: list[str]
 
 
-class Resize(TypedDict):
+class Resize(TypedDict):  # typing's own, which pydantic refuses before Python 3.12
     path: str
     width: int
+    height: NotRequired[int]
 
 
 async def count(db: asyncpg.Connection, schema: str) -> int:
@@ -169,7 +169,7 @@ async def test_http_names_every_bad_payload_field_and_stores_nothing(
 def test_mypy_checks_the_payload_of_task_enqueue(tmp_path: Path) -> None:
     code = textwrap.dedent(
         """
-        from typing_extensions import TypedDict
+        from typing import TypedDict
         from pydantic import BaseModel
         from jobqueue import JobContext, JobQueue
 

@@ -14,7 +14,7 @@ import asyncpg
 from fastapi import FastAPI, HTTPException, Request
 from pydantic import BaseModel, Field
 
-from .tasks import jq
+from .tasks import Receipt, jq, send_receipt
 
 # The app's own tables, next to jobqueue's (in its schema) in the same database.
 SCHEMA = """
@@ -64,7 +64,7 @@ async def place_order(new: NewOrder, request: Request) -> Order:
             new.quantity,
         )
         # On the request's connection, inside its transaction: committed with the order.
-        await jq.enqueue("send_receipt", {"order_id": order["id"]}, conn=conn)
+        await send_receipt.enqueue_async(Receipt(order_id=order["id"]), conn=conn)
         left = await conn.fetchval(
             "UPDATE products SET stock = stock - $2 WHERE sku = $1 AND stock >= $2 RETURNING stock",
             new.sku,

@@ -1,8 +1,7 @@
 """Task: a registered handler, the defaults its jobs get, and the type of its payload.
 
 A handler's first parameter receives the job's payload. Annotated with a pydantic
-model, a dataclass or a TypedDict (from typing_extensions before Python 3.12, as
-pydantic requires), the payload is checked against that type when the
+model, a dataclass or a TypedDict, the payload is checked against that type when the
 job is enqueued (from Python or over HTTP, every bad field named) and again when it
 runs, and the handler receives an instance of it. Otherwise the handler receives the
 JSON object as a dict, unchecked::
@@ -25,6 +24,7 @@ import dataclasses
 import functools
 import importlib
 import inspect
+import sys
 import typing
 from collections.abc import Callable
 from datetime import datetime
@@ -129,7 +129,7 @@ class Task(Generic[M, R]):
         # pydantic is imported only by applications with typed tasks (see jobqueue.fields).
         from pydantic import TypeAdapter
 
-        return TypeAdapter(self.payload_type)
+        return TypeAdapter(_for_pydantic(self.payload_type))
 
     def dump(self, payload: Any) -> dict[str, Any]:
         """The payload as the JSON object to store: checked against the payload type (an
@@ -232,3 +232,23 @@ def _by_name(module: str, qualname: str) -> Any:
     for part in qualname.split("."):
         found = getattr(found, part)
     return found
+
+
+def _for_pydantic(payload_type: type) -> Any:
+    """pydantic refuses typing.TypedDict before Python 3.12; the same TypedDict rebuilt
+    with typing_extensions, every key as required or not as declared, it accepts."""
+    if not typing.is_typeddict(payload_type) or sys.version_info >= (3, 12):
+        return payload_type
+    # With postponed annotations, the class saw "NotRequired[int]" as text and counted
+    # the key as required: the resolved hints say what was meant.
+    hints = typing.get_type_hints(payload_type, include_extras=True)
+    required = payload_type.__required_keys__  # type: ignore[attr-defined]
+    fields = {
+        key: hint
+        if typing.get_origin(hint) in (typing.Required, typing.NotRequired)
+        else typing_extensions.Required[hint]
+        if key in required
+        else typing_extensions.NotRequired[hint]
+        for key, hint in hints.items()
+    }
+    return typing_extensions.TypedDict(payload_type.__name__, fields)  # type: ignore[operator]

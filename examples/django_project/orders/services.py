@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import connection, transaction
 
 from .models import Order
-from .tasks import jq
+from .tasks import Receipt, send_receipt
 
 
 def place_orders(orders: list[tuple[str, int]]) -> list[Order]:
@@ -18,6 +18,6 @@ def place_orders(orders: list[tuple[str, int]]) -> list[Order]:
                 raise ValueError(f"{email}: quantity must be at least 1, got {quantity}")
             order = Order.objects.create(email=email, quantity=quantity)
             # On Django's connection: the job joins the atomic block's transaction.
-            jq.enqueue_sync("send_receipt", {"order_id": order.id}, conn=connection)
+            send_receipt.enqueue(Receipt(order_id=order.id), conn=connection)
             placed.append(order)
     return placed
