@@ -7,7 +7,6 @@ import asyncio
 import dataclasses
 import subprocess
 import sys
-import textwrap
 from datetime import date
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
@@ -166,46 +165,93 @@ async def test_http_names_every_bad_payload_field_and_stores_nothing(
     assert await count(db, schema) == 1
 
 
-def test_mypy_checks_the_payload_of_task_enqueue(tmp_path: Path) -> None:
-    code = textwrap.dedent(
-        """
-        from typing import TypedDict
-        from pydantic import BaseModel
-        from jobqueue import JobContext, JobQueue
+MYPY_APP = """
+from dataclasses import dataclass
+from typing import TypedDict
+from pydantic import BaseModel
+from jobqueue import JobContext, JobQueue
 
-        class Email(BaseModel):
-            to: str
+class Email(BaseModel):
+    to: str
 
-        class Resize(TypedDict):
-            path: str
-            width: int
+@dataclass
+class Invoice:
+    number: int
 
-        jq = JobQueue()
+class Resize(TypedDict):
+    path: str
+    width: int
 
-        @jq.task("send_email")
-        async def send_email(email: Email, ctx: JobContext) -> None: ...
+jq = JobQueue()
 
-        @jq.task("resize")
-        def resize(payload: Resize) -> None: ...
+@jq.task("send_email")
+async def send_email(email: Email, ctx: JobContext) -> None: ...
 
-        async def main() -> None:
-            send_email.enqueue(Email(to="a@b.c"), delay_seconds=5)
-            await send_email.enqueue_async(Email(to="a@b.c"))
-            resize.enqueue({"path": "a.png", "width": 3})
-            send_email.enqueue({"to": "a@b.c"})  # line 25: not an Email
-            resize.enqueue({"path": "a.png", "width": "wide"})  # line 26
-            send_email.enqueue(Email(to="a@b.c"), delay=5)  # line 27: no such option
-        """
+@jq.task("invoice")
+def invoice(payload: Invoice) -> None: ...
+
+@jq.task("resize")
+def resize(payload: Resize) -> None: ...
+
+async def main() -> None:
+    send_email.enqueue(Email(to="a@b.c"), delay_seconds=5)
+    await send_email.enqueue_async(Email(to="a@b.c"))
+    resize.enqueue({"path": "a.png", "width": 3})
+    send_email.enqueue(to="a@b.c", queue="mail")
+    await invoice.enqueue_async(number=7)
+    resize.enqueue(path="a.png", width=3)
+    send_email.enqueue({"to": "a@b.c"})  # line 36: not an Email
+    resize.enqueue({"path": "a.png", "width": "wide"})  # line 37
+    send_email.enqueue(Email(to="a@b.c"), delay=5)  # line 38: no such option, nor field
+    send_email.enqueue(to=3)  # line 39: the field's type
+    invoice.enqueue(numbr=7)  # line 40: no such field
+    resize.enqueue(path="a.png", width="wide")  # line 41
+"""
+
+
+@pytest.mark.parametrize(
+    ("plugins", "errors"),
+    [
+        # mypy alone checks the payload objects; the keyword form needs the plugin.
+        ("", [36, 37]),
+        ("pydantic.mypy, jobqueue.mypy", [36, 37, 38, 39, 40, 41]),
+    ],
+)
+def test_mypy_checks_task_enqueue(tmp_path: Path, plugins: str, errors: list[int]) -> None:
+    (tmp_path / "app.py").write_text(MYPY_APP)
+    (tmp_path / "mypy.ini").write_text(
+        f"[mypy]\nstrict = True\nplugins = {plugins}\n[pydantic-mypy]\ninit_typed = True\n"
     )
-    (tmp_path / "app.py").write_text(code)
     result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", str(tmp_path / "app.py")],
+        [sys.executable, "-m", "mypy", "--config-file", str(tmp_path / "mypy.ini"),
+         "--no-error-summary", str(tmp_path / "app.py")],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=False,
-    )
+    )  # fmt: skip
     lines = sorted(
         {int(line.split(":")[1]) for line in result.stdout.splitlines() if ": error:" in line}
     )
-    assert lines == [25, 26, 27], result.stdout
+    assert lines == errors, result.stdout
+
+
+async def test_keyword_form_at_run_time(jq: JobQueue) -> None:
+    @jq.task("send_email")
+    async def send_email(email: Email) -> None:
+        pass
+
+    @jq.task("untyped")
+    async def untyped(payload: dict[str, Any]) -> None:
+        pass
+
+    job = await send_email.enqueue_async(to="a@example.com", priority=3)
+    assert (job.payload["to"], job.priority) == ("a@example.com", 3)
+    assert (await untyped.enqueue_async(n=1)).payload == {"n": 1}
+    with pytest.raises(PayloadError, match=r"payload\.to: Field required"):
+        await send_email.enqueue_async(subject="no address")
+    # A misspelt option is not taken for a payload field (pydantic would drop it).
+    with pytest.raises(TypeError, match="'delay' is neither an option nor a field of Email"):
+        await send_email.enqueue_async(to="a@example.com", delay=5)
+    with pytest.raises(TypeError, match="not both"):
+        await send_email.enqueue_async(Email(to="a@example.com"), subject="Hi")

@@ -158,9 +158,27 @@ class Task(Generic[M, R]):
 
     # -- enqueueing ------------------------------------------------------------
 
+    def _payload(self, payload: Any, fields: dict[str, Any]) -> Any:
+        """The payload given, or built from keyword fields (each one a field of the
+        payload type: a misspelt option must not pass for a field)."""
+        if not fields:
+            return payload
+        if payload is not None:
+            raise TypeError("give the payload or its fields as keywords, not both")
+        known = _field_names(self.payload_type)
+        for name in fields:
+            if known is not None and name not in known:
+                assert self.payload_type is not None
+                raise TypeError(
+                    f"{self.type}: {name!r} is neither an option nor a field of "
+                    f"{self.payload_type.__name__}"
+                )
+        return fields
+
     def enqueue(
         self,
-        payload: M,
+        payload: M | None = None,
+        /,
         *,
         queue: str | None = None,
         priority: int | None = None,
@@ -170,12 +188,15 @@ class Task(Generic[M, R]):
         unique_key: str | None = None,
         unique_for: float | None = None,
         conn: Any = None,
+        **fields: Any,
     ) -> Job:
-        """Store a job of this task from code without an event loop; the options and
-        ``conn`` are those of ``JobQueue.enqueue_sync``. Raises PayloadError."""
+        """Store a job of this task from code without an event loop: its payload, or
+        the payload's fields as keywords (``send_email.enqueue(to="a@b.c")``). The
+        options and ``conn`` are those of ``JobQueue.enqueue_sync``. Raises
+        PayloadError."""
         return self.app.enqueue_sync(
             self.type,
-            payload,
+            self._payload(payload, fields),
             queue=queue,
             priority=priority,
             max_attempts=max_attempts,
@@ -188,7 +209,8 @@ class Task(Generic[M, R]):
 
     async def enqueue_async(
         self,
-        payload: M,
+        payload: M | None = None,
+        /,
         *,
         queue: str | None = None,
         priority: int | None = None,
@@ -198,12 +220,14 @@ class Task(Generic[M, R]):
         unique_key: str | None = None,
         unique_for: float | None = None,
         conn: AppConnection | None = None,
+        **fields: Any,
     ) -> Job:
-        """Store a job of this task; the options and ``conn`` are those of
-        ``JobQueue.enqueue``. Raises PayloadError."""
+        """Store a job of this task: its payload, or the payload's fields as keywords.
+        The options and ``conn`` are those of ``JobQueue.enqueue``. Raises
+        PayloadError."""
         return await self.app.enqueue(
             self.type,
-            payload,
+            self._payload(payload, fields),
             queue=queue,
             priority=priority,
             max_attempts=max_attempts,
@@ -213,6 +237,18 @@ class Task(Generic[M, R]):
             unique_for=unique_for,
             conn=conn,
         )
+
+
+def _field_names(payload_type: builtins.type | None) -> set[str] | None:
+    """The fields of a payload type; None for a plain dict (any key goes)."""
+    if payload_type is None:
+        return None
+    if dataclasses.is_dataclass(payload_type):
+        return {f.name for f in dataclasses.fields(payload_type)}
+    model_fields = getattr(payload_type, "model_fields", None)  # pydantic
+    if model_fields is not None:
+        return set(model_fields)
+    return set(typing.get_type_hints(payload_type))  # a TypedDict
 
 
 def _is_model(annotation: Any) -> bool:
