@@ -13,6 +13,7 @@ import asyncpg
 import pytest
 
 from jobqueue.db.sql import migrations
+from tests.conftest import Spawn
 
 
 def jobqueue(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -142,3 +143,26 @@ def test_the_http_socket_sends_small_writes_at_once() -> None:
             assert client.fileno() > 0
     finally:
         sock.close()
+
+
+def test_jobs_get_wait_shows_the_outcome_result_and_progress(
+    env: dict[str, str], spawn: Spawn
+) -> None:
+    env.update(JOBQUEUE_APP="jobqueue.demo:jq")
+    job_id = jobqueue(env, "enqueue", "sleep", '{"seconds": 0.5}', "--json")
+    sleeper = str(json.loads(job_id.stdout)["id"])
+    pending = jobqueue(env, "jobs", "get", sleeper, "--wait", "0.2")  # no worker yet
+    assert pending.returncode == 0
+    assert "status: pending" in pending.stdout
+    worker = spawn(["worker"], env)
+    done = jobqueue(env, "jobs", "get", sleeper, "--wait", "30")
+    assert done.returncode == 0, done.stderr
+    assert "status: completed" in done.stdout
+    assert 'result: {"slept_seconds": 0.5}' in done.stdout
+    assert '"message": "slept 0.5s of 0.5s"' in done.stdout
+    assert worker.stop() == 0
+    bad = jobqueue(env, "jobs", "get", sleeper, "--wait", "0")
+    assert (bad.returncode, bad.stdout) == (2, "")
+    assert bad.stderr == "jobqueue: error: --wait must be a positive number of seconds, got 0.0\n"
+    missing = jobqueue(env, "jobs", "get", "424242", "--wait", "1")
+    assert (missing.returncode, missing.stderr) == (1, "jobqueue: error: job 424242 not found\n")

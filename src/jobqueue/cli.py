@@ -133,6 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cmd = jobs.add_parser("get", help="show one job")
     cmd.add_argument("id", type=int)
+    cmd.add_argument(
+        "--wait",
+        type=float,
+        metavar="SECONDS",
+        help="first wait up to SECONDS for the job to be completed, failed or cancelled",
+    )
     add_output_flags(cmd)
     cmd.set_defaults(run=run_jobs_get)
     cmd = jobs.add_parser("attempts", help="show a job's failed attempts, oldest first")
@@ -300,8 +306,23 @@ def run_enqueue(args: argparse.Namespace) -> int:
 
 
 def run_jobs_get(args: argparse.Namespace) -> int:
+    if args.wait is not None and not args.wait > 0:
+        print(f"jobqueue: error: --wait must be a positive number of seconds, got {args.wait}",
+              file=sys.stderr)  # fmt: skip
+        return 2
     jq = client(args)
-    job = with_jobqueue(jq, lambda: jq.get(args.id))
+
+    async def read() -> Job | None:
+        if args.wait is None:
+            return await jq.get(args.id)
+        try:
+            return await jq.wait(args.id, timeout=args.wait)
+        except JobNotFound:
+            return None
+        except TimeoutError:  # not final yet: the job as it is, as GET ?wait= answers
+            return await jq.get(args.id)
+
+    job = with_jobqueue(jq, read)
     if job is None:
         print(f"jobqueue: error: job {args.id} not found", file=sys.stderr)
         return 1
@@ -311,7 +332,8 @@ def run_jobs_get(args: argparse.Namespace) -> int:
         print(to_json(job).decode())
     else:
         for key, value in to_jsonable(job).items():
-            print(f"{key:>13}: {json.dumps(value) if key == 'payload' else value}")
+            shown = json.dumps(value) if key in ("payload", "result", "progress") else value
+            print(f"{key:>19}: {shown}")
     return 0
 
 
