@@ -1,6 +1,8 @@
-"""Settings: defaults, flags over environment, one-line errors, and the README's table."""
+"""Settings: defaults, flags over environment, one-line errors, and the docs' table."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -49,25 +51,44 @@ def test_a_bad_value_names_the_setting(env: str, value: str, message: str) -> No
     assert "\n" not in str(raised.value)
 
 
-def test_the_readme_documents_every_setting_with_its_flag_and_default() -> None:
-    readme = (ROOT / "README.md").read_text()
+def test_the_docs_document_every_setting_with_its_flag_default_and_meaning() -> None:
+    """docs/configuration.md has a row per setting: its variable, its flag, its default as
+    Settings has it, and its meaning as `--help` prints it (backticks aside)."""
+    page = (ROOT / "docs" / "configuration.md").read_text()
+    rows = {cells[0]: cells for cells in map(table_cells, page.splitlines()) if cells}
     for f in config.env_settings():
-        row = next(
-            (line for line in readme.splitlines() if line.startswith(f"| `{f.metadata['env']}` |")),
-            None,
-        )
-        assert row is not None, f"{f.metadata['env']} is missing from the README's table"
-        assert f"`{config.flag_name(f)}`" in row
-        default = f.default
+        env = f.metadata["env"]
+        cells = rows.get(f"`{env}`")
+        assert cells is not None, f"{env} is missing from docs/configuration.md's table"
+        assert len(cells) == 4, cells
+        _, flag, default, meaning = cells
+        assert flag == f"`{config.flag_name(f)}`", (env, flag)
         shown = (
             "unset"
-            if default is None
-            else ",".join(default)
-            if isinstance(default, tuple)
-            else (f"{default:g}" if isinstance(default, float) else str(default))
+            if f.default is None
+            else ",".join(f.default)
+            if isinstance(f.default, tuple)
+            else (f"{f.default:g}" if isinstance(f.default, float) else str(f.default))
         )
-        assert shown in row, (row, shown)
+        assert default.strip("`") == shown, (env, default, shown)
+        assert plain(meaning) == plain(f.metadata["doc"]), (
+            f"{env}: docs/configuration.md says {meaning!r}, the setting's doc (--help) says "
+            f"{f.metadata['doc']!r}; make them agree"
+        )
+    assert "`--no-migrate`" in page
     assert Settings().migrate is True
+
+
+def table_cells(line: str) -> list[str]:
+    """The cells of a Markdown table row (``\\|`` inside a cell is not a separator)."""
+    if not line.startswith("|"):
+        return []
+    return [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def plain(text: str) -> str:
+    """Text without Markdown's backticks and table escapes, whitespace collapsed."""
+    return " ".join(text.replace("`", "").replace("\\|", "|").split())
 
 
 def test_worker_processes_inherit_every_setting_none_included() -> None:
