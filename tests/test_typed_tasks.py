@@ -20,7 +20,7 @@ from jobqueue.app import JobQueue
 from jobqueue.context import JobContext
 from jobqueue.job import JobStatus
 from jobqueue.task import PayloadError
-from jobqueue.testing import drain
+from jobqueue.testing import assert_enqueued, drain
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,6 +72,7 @@ async def test_pydantic_payload_checked_at_enqueue_and_given_as_the_model(
         await jq.enqueue_many("send_email", [{"to": "c@example.com"}, {}])
     assert await count(db, schema) == 2  # nothing of the bad calls was stored
 
+    await assert_enqueued(jq, "send_email", payload=Email(to="b@example.com"), count=1)
     outcomes = await drain(jq)
     assert [j.status for j in outcomes] == [JobStatus.COMPLETED] * 2
     assert received == [

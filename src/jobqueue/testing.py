@@ -103,13 +103,17 @@ async def assert_enqueued(
     jq: JobQueue,
     type: str,
     *,
-    payload: Mapping[str, Any] | None = None,
+    payload: Any = None,
     queue: str | None = None,
     count: int | None = None,
 ) -> list[Job]:
     """Assert that pending jobs of ``type`` exist (exactly ``count`` if given), each
-    matching ``payload`` (the keys given, not all) and ``queue``; return them. The
+    matching ``payload`` (the keys given, not all; for a typed task, an instance of its
+    payload type compares as the JSON it is stored as) and ``queue``; return them. The
     failure message lists what is pending, to show what was enqueued instead."""
+    task = jq.tasks.get(type)
+    if payload is not None and not isinstance(payload, Mapping) and task is not None:
+        payload = task.dump(payload)
     pending = await jq.list(status=JobStatus.PENDING, limit=10_000)
     matching = [
         job
