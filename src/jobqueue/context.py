@@ -1,6 +1,6 @@
 """What a running handler may know about its job, and what it may say of it.
 
-A handler that takes a second parameter receives it::
+A handler that takes a second parameter receives it:
 
     @jq.task("import_rows")
     async def import_rows(payload: dict, ctx: JobContext) -> None:

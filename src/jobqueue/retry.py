@@ -1,13 +1,13 @@
 """When a failed attempt runs again: retry policies, and what a handler raises to decide.
 
-A policy is any callable ``(attempt) -> seconds``, given per task::
+A policy is any callable ``(attempt) -> seconds``, given per task:
 
     @jq.task("sync_crm", retry=FixedDelay(30))
     @jq.task("poll_feed", retry=lambda attempt: 5 * attempt)
 
 Without one, ``ExponentialBackoff(RETRY_DELAY_SECONDS, JOBQUEUE_RETRY_MAX_DELAY)``
-applies. A handler may also decide for itself, by raising :class:`RetryAt` (run again
-at a given time) or :class:`Discard` (fail now, with no further attempt).
+applies. A handler may also decide for itself, by raising ``RetryAt`` (run again
+at a given time) or ``Discard`` (fail now, with no further attempt).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A handler's first parameter receives the job's payload. Annotated with a pydanti
 model, a dataclass or a TypedDict, the payload is checked against that type when the
 job is enqueued (from Python or over HTTP, every bad field named) and again when it
 runs, and the handler receives an instance of it. Otherwise the handler receives the
-JSON object as a dict, unchecked::
+JSON object as a dict, unchecked:
 
     class Email(BaseModel):
         to: str

@@ -62,7 +62,7 @@ async def drain(jq: JobQueue, *, timeout: float = 30.0, concurrency: int = 1) ->
 @contextlib.asynccontextmanager
 async def inline(jq: JobQueue) -> AsyncIterator[JobQueue]:
     """While active, every ``enqueue`` (and ``enqueue_many``) runs the due jobs before it
-    returns, and ``enqueue`` returns its job as it ended::
+    returns, and ``enqueue`` returns its job as it ended:
 
         async with inline(jq):
             job = await jq.enqueue("send_email", {"to": "a@example.com"})
