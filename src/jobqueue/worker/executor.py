@@ -145,16 +145,16 @@ class Executor:
             else:
                 self._failed(job, exc)
         else:
+            if job.id in self._cancel_requested:  # returned after the cancel: cancelled
+                self._completer.cancel(job)
+                return
             if self._log_jobs:
                 self._log.info(
                     f"Job {job.id} completed",
                     job_id=job.id,
                     seconds=round(time.monotonic() - started, 4),
                 )
-            if job.id in self._cancel_requested:
-                self._completer.cancel(job)
-            else:
-                self._completer.complete(job, result)
+            self._completer.complete(job, result)
         finally:
             self._finished(job)
 
