@@ -4,13 +4,22 @@ when the application's transaction commits, and workers are woken at commit."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+from collections.abc import Callable
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import asyncpg
 import psycopg
 import pytest
 
 from jobqueue.app import JobQueue
+from jobqueue.context import JobContext
 from jobqueue.db.sql import channel_name
+from jobqueue.job import Job, JobStatus
+from tests.conftest import StartWorker, wait_final
+
+T = TypeVar("T")
 
 pytestmark = pytest.mark.anyio
 
@@ -126,3 +135,150 @@ async def test_sqlalchemy_sync_session_from_enqueue_sync(
     job_id = await asyncio.to_thread(app_code)
     assert (await jq.get(job_id)).payload == {"day": 1}  # type: ignore[union-attr]
     assert await count(db, schema) == 1
+
+
+# Every connection an application may hold, as (open, enqueue, end) steps. Sync ones run
+# in one thread of their own: Django's connection belongs to the thread that opened it.
+APP_THREAD = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+
+
+async def in_app_thread(fn: Callable[[], T]) -> T:
+    return await asyncio.get_running_loop().run_in_executor(APP_THREAD, fn)
+
+
+class AppTransaction:
+    """One transaction on the application's connection of a given kind."""
+
+    def __init__(self, kind: str, dsn: str) -> None:
+        self.kind, self.dsn = kind, dsn
+        self.handle: Any = None
+
+    async def enqueue(self, jq: JobQueue) -> Job:
+        kind, dsn = self.kind, self.dsn
+        if kind == "asyncpg":
+            self.handle = await asyncpg.connect(dsn)
+            self.tx = self.handle.transaction()
+            await self.tx.start()
+            return await jq.enqueue("wake", conn=self.handle)
+        if kind == "psycopg-async":
+            self.handle = await psycopg.AsyncConnection.connect(dsn)
+            return await jq.enqueue("wake", conn=self.handle)
+        if kind.startswith("sqlalchemy-async"):
+            from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
+
+            self.engine = create_async_engine(sqlalchemy_url(dsn, kind.rsplit("-", 1)[1]))
+            self.handle = AsyncSession(self.engine)
+            return await jq.enqueue("wake", conn=self.handle)
+        return await in_app_thread(lambda: self._enqueue_sync(jq))
+
+    def _enqueue_sync(self, jq: JobQueue) -> Job:
+        if self.kind == "psycopg-sync":
+            self.handle = psycopg.connect(self.dsn)
+        elif self.kind == "sqlalchemy-sync":
+            from sqlalchemy import create_engine
+            from sqlalchemy.orm import Session
+
+            self.engine = create_engine(sqlalchemy_url(self.dsn, "psycopg"))
+            self.handle = Session(self.engine)
+        else:  # django
+            from django.db import connection, transaction
+
+            transaction.set_autocommit(False)
+            self.handle = connection
+        return jq.enqueue_sync("wake", conn=self.handle)
+
+    async def end(self, commit: bool) -> None:
+        kind, handle = self.kind, self.handle
+        if kind == "asyncpg":
+            await (self.tx.commit() if commit else self.tx.rollback())
+            await handle.close()
+        elif kind == "psycopg-async":
+            await (handle.commit() if commit else handle.rollback())
+            await handle.close()
+        elif kind.startswith("sqlalchemy-async"):
+            await (handle.commit() if commit else handle.rollback())
+            await handle.close()
+            await self.engine.dispose()
+        else:
+            await in_app_thread(lambda: self._end_sync(commit))
+
+    def _end_sync(self, commit: bool) -> None:
+        if self.kind == "django":
+            from django.db import transaction
+
+            transaction.commit() if commit else transaction.rollback()
+            transaction.set_autocommit(True)
+            self.handle.close()
+            return
+        self.handle.commit() if commit else self.handle.rollback()
+        self.handle.close()
+        if self.kind == "sqlalchemy-sync":
+            self.engine.dispose()
+
+
+def configure_django(dsn: str) -> None:
+    import django
+    from django.conf import settings
+
+    if settings.configured:
+        return
+    url = urlsplit(dsn)
+    settings.configure(
+        DATABASES={
+            "default": {
+                "ENGINE": "django.db.backends.postgresql",
+                "NAME": url.path.lstrip("/"),
+                "USER": url.username or "",
+                "PASSWORD": url.password or "",
+                "HOST": url.hostname or "",
+                "PORT": str(url.port or ""),
+            }
+        },
+        USE_TZ=True,
+    )
+    django.setup()
+
+
+KINDS = [
+    "asyncpg",
+    "psycopg-async",
+    "psycopg-sync",
+    "sqlalchemy-async-asyncpg",
+    "sqlalchemy-async-psycopg",
+    "sqlalchemy-sync",
+    "django",
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_commit_wakes_a_worker_and_rollback_leaves_nothing(
+    jq: JobQueue, db: asyncpg.Connection, schema: str, pg_dsn: str, kind: str,
+    start_worker: StartWorker,
+) -> None:  # fmt: skip
+    if kind == "django":
+        await in_app_thread(lambda: configure_django(pg_dsn))
+    ran: list[int] = []
+
+    @jq.task("wake")
+    async def wake(payload: dict[str, Any], ctx: JobContext) -> None:
+        ran.append(ctx.id)
+
+    # Polling an hour apart: only the NOTIFY sent at commit can wake this worker.
+    await start_worker(poll_interval=3600.0)
+    heard: asyncio.Queue[str] = asyncio.Queue()
+    await db.add_listener(channel_name(schema), lambda *args: heard.put_nowait(args[-1]))
+
+    committed = AppTransaction(kind, pg_dsn)
+    job = await committed.enqueue(jq)
+    await asyncio.sleep(0.2)
+    assert (await count(db, schema), ran, heard.empty()) == (0, [], True)  # not before commit
+    await committed.end(commit=True)
+    assert await asyncio.wait_for(heard.get(), 5) == "default"
+    assert (await wait_final(jq, job.id)).status == JobStatus.COMPLETED
+    assert ran == [job.id]
+
+    rolled_back = AppTransaction(kind, pg_dsn)
+    await rolled_back.enqueue(jq)
+    await rolled_back.end(commit=False)
+    await asyncio.sleep(0.3)
+    assert (await count(db, schema), ran, heard.empty()) == (1, [job.id], True)
