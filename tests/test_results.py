@@ -239,3 +239,19 @@ def test_http_long_poll_over_a_real_server(env: dict[str, str], spawn: Spawn) ->
     assert answers[0].status_code == 200
     assert answers[0].json()["status"] in ("pending", "running", "cancelled")
     assert server.popen.wait(30) == 0
+
+
+async def test_context_log_is_bound_to_the_job(
+    jq: JobQueue, capsys: pytest.CaptureFixture[str]
+) -> None:
+    @jq.task("chatty")
+    def chatty(payload: dict[str, Any], ctx: JobContext) -> None:
+        ctx.log.info("step one done", rows=3)
+
+    job = await jq.enqueue("chatty")
+    await drain(jq)
+    [line] = [line for line in capsys.readouterr().out.splitlines() if "step one done" in line]
+    assert f"job_id={job.id}" in line
+    assert "type=chatty" in line
+    assert "attempt=1" in line
+    assert "rows=3" in line
