@@ -255,3 +255,25 @@ async def test_context_log_is_bound_to_the_job(
     assert "type=chatty" in line
     assert "attempt=1" in line
     assert "rows=3" in line
+
+
+async def test_an_ended_attempt_shows_its_last_report(jq: JobQueue) -> None:
+    # An hour between writes: only the write at the attempt's end can show 0.7.
+    jq.settings = dataclasses.replace(jq.settings, progress_interval=3600.0)
+
+    @jq.task("stumbles", max_attempts=1)
+    async def stumbles(payload: dict[str, Any], ctx: JobContext) -> None:
+        ctx.progress(0.1, "started")
+        await asyncio.sleep(0.2)  # the first report is written at once
+        ctx.progress(0.7, "almost")
+        if payload["fail"]:
+            raise RuntimeError("tripped")
+
+    failed = await jq.enqueue("stumbles", {"fail": True})
+    done = await jq.enqueue("stumbles", {"fail": False})
+    outcomes = {job.id: job for job in await drain(jq, concurrency=2)}
+    for job_id, status in ((failed.id, JobStatus.FAILED), (done.id, JobStatus.COMPLETED)):
+        progress = outcomes[job_id].progress
+        assert outcomes[job_id].status == status
+        assert progress is not None
+        assert (progress.fraction, progress.message) == (0.7, "almost")

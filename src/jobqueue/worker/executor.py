@@ -143,6 +143,8 @@ class Executor:
             if job.id in self._cancel_requested:
                 self._completer.cancel(job)
             else:
+                if self._progress is not None:  # where it got to, for whoever looks
+                    await self._progress.settle(job.id)
                 self._failed(job, exc)
         else:
             if job.id in self._cancel_requested:  # returned after the cancel: cancelled

@@ -4,7 +4,7 @@ Reports only update memory; one statement writes every job's latest report, at o
 after a quiet spell and then at most once per JOBQUEUE_PROGRESS_INTERVAL. A handler
 may report in a tight loop: it costs a dict assignment, not a query. Writes are
 fenced by attempt and worker, so a stale attempt's report never lands. A report made
-just before a job completes is written before its outcome.
+just before an attempt completes or fails is written before its outcome.
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ class ProgressWriter:
             await asyncio.sleep(self._interval)
 
     async def settle(self, job_id: int) -> None:
-        """Write ``job_id``'s unwritten report, if any, before its outcome is: a finished
-        job shows its last progress, not the one before. Never raises: progress must
+        """Write ``job_id``'s unwritten report, if any, before its outcome is: an ended
+        attempt shows its last progress, not the one before. Never raises: progress must
         not fail a job."""
         if job_id not in self._latest:
             return
