@@ -115,8 +115,9 @@ class Completer:
                         held(completed),
                         after=("completed", None, self._results_of(completed)),
                     )
-                    for job in completed:
-                        self._results.pop(job.id, None)
+                    if self._results:  # most handlers return nothing: no loop for them
+                        for job in completed:
+                            self._results.pop(job.id, None)
                     completed = []
                 if failed:
                     jobs = [f.job for f in failed]
