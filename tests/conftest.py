@@ -110,17 +110,26 @@ def free_port() -> int:
 
 
 class Process:
-    """A jobqueue command running as a real subprocess, its output in a file."""
+    """A command running as a real subprocess (``python -m <module> args``, by default
+    jobqueue's), its output in a file."""
 
-    def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
+    def __init__(
+        self,
+        args: list[str],
+        env: dict[str, str],
+        log: Path,
+        *,
+        module: str = "jobqueue",
+        cwd: Path | None = None,
+    ) -> None:
         self.log_path = log
         self._log = log.open("wb")
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", "jobqueue", *args],
+            [sys.executable, "-m", module, *args],
             env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            cwd=log.parent,
+            cwd=cwd or log.parent,
         )
 
     @property
@@ -170,11 +179,20 @@ Spawn = Callable[..., Process]
 
 @pytest.fixture
 def spawn(tmp_path: Path) -> Iterator[Spawn]:
-    """Start jobqueue subprocesses; any still running at the end are killed."""
+    """Start subprocesses (jobqueue's, unless ``module`` says otherwise); any still
+    running at the end are killed."""
     started: list[Process] = []
 
-    def start(args: list[str], env: dict[str, str], name: str = "jobqueue") -> Process:
-        proc = Process(args, env, tmp_path / f"{name}-{len(started)}.log")
+    def start(
+        args: list[str],
+        env: dict[str, str],
+        name: str = "jobqueue",
+        *,
+        module: str = "jobqueue",
+        cwd: Path | None = None,
+    ) -> Process:
+        log = tmp_path / f"{name}-{len(started)}.log"
+        proc = Process(args, env, log, module=module, cwd=cwd)
         started.append(proc)
         return proc
 

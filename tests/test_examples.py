@@ -18,7 +18,7 @@ import httpx
 import psycopg
 import pytest
 
-from tests.conftest import ROOT, free_port
+from tests.conftest import ROOT, Process, Spawn, free_port
 
 EXAMPLES = ROOT / "examples"
 DJANGO_PROJECT = EXAMPLES / "django_project"
@@ -63,54 +63,12 @@ def ok(result: subprocess.CompletedProcess[str]) -> list[str]:
     return result.stdout.splitlines()
 
 
-class Background:
-    """A long-running command (server, worker), its output in a file."""
-
-    def __init__(self, args: list[str], cwd: Path, env: dict[str, str], log: Path) -> None:
-        self.args, self.log_path = args, log
-        with log.open("wb") as out:
-            self.popen = subprocess.Popen(
-                [sys.executable, *args], cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT
-            )
-
-    @property
-    def output(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def stop(self) -> int:
-        """SIGTERM, as a process manager stops it; its exit code."""
-        if self.popen.poll() is None:
-            self.popen.terminate()
-            try:
-                self.popen.wait(30)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
-        return self.popen.returncode
-
-
-@pytest.fixture
-def background(tmp_path: Path) -> Iterator[Callable[..., Background]]:
-    started: list[Background] = []
-
-    def start(args: list[str], cwd: Path, env: dict[str, str]) -> Background:
-        proc = Background(args, cwd, env, tmp_path / f"{len(started)}-{Path(args[-1]).name}.log")
-        started.append(proc)
-        return proc
-
-    yield start
-    for proc in started:
-        if proc.popen.poll() is None:
-            proc.popen.kill()
-            proc.popen.wait()
-
-
-def wait_until(condition: Callable[[], bool], *procs: Background) -> None:
+def wait_until(condition: Callable[[], bool], *procs: Process) -> None:
     deadline = time.monotonic() + TIMEOUT
     while not condition():
         for proc in procs:
             if proc.popen.poll() is not None:
-                raise AssertionError(f"{proc.args} exited early:\n{proc.output}")
+                raise AssertionError(f"{proc.popen.args} exited early:\n{proc.output}")
         if time.monotonic() > deadline:
             logs = "\n".join(proc.output for proc in procs)
             raise AssertionError(f"not so within {TIMEOUT}s:\n{logs}")
@@ -130,19 +88,21 @@ def jobs(dsn: str, schema: str) -> list[tuple[Any, ...]]:
 
 
 def test_fastapi_order_and_its_receipt_job_commit_together_and_the_worker_sends_it(
-    background: Callable[..., Background],
+    spawn: Spawn,
     example_env: dict[str, str],
     pg_dsn: str,
     schema: str,
     app_schema: str,
 ) -> None:
     port = free_port()
-    api = background(
-        ["-m", "uvicorn", "examples.fastapi_app.app:app", "--port", str(port)], ROOT, example_env
+    api = spawn(
+        ["examples.fastapi_app.app:app", "--port", str(port)],
+        example_env,
+        "uvicorn",
+        module="uvicorn",
+        cwd=ROOT,
     )
-    worker = background(
-        ["-m", "jobqueue", "worker", "--app", "examples.fastapi_app.tasks:jq"], ROOT, example_env
-    )
+    worker = spawn(["worker", "--app", "examples.fastapi_app.tasks:jq"], example_env, cwd=ROOT)
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
         wait_until(lambda: "Application startup complete" in api.output, api)
         order = {"email": "a@example.com", "sku": "book", "quantity": 2}
@@ -174,7 +134,7 @@ def test_fastapi_order_and_its_receipt_job_commit_together_and_the_worker_sends_
 
 
 def test_django_atomic_block_commits_orders_with_their_jobs_or_neither(
-    background: Callable[..., Background],
+    spawn: Spawn,
     example_env: dict[str, str],
     pg_dsn: str,
     schema: str,
@@ -211,9 +171,7 @@ def test_django_atomic_block_commits_orders_with_their_jobs_or_neither(
         ("send_receipt", {"order_id": 2}, "pending"),
     ]
 
-    worker = background(
-        ["-m", "jobqueue", "worker", "--app", "shop.worker:jq"], DJANGO_PROJECT, env
-    )
+    worker = spawn(["worker", "--app", "shop.worker:jq"], env, cwd=DJANGO_PROJECT)
     wait_until(lambda: {row[2] for row in jobs(pg_dsn, schema)} == {"completed"}, worker)
     assert query(pg_dsn, orders_sql) == [(1, "a@example.com", True), (2, "b@example.com", True)]
     assert "Receipt for order 1 sent to a@example.com" in worker.output
