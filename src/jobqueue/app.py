@@ -445,13 +445,17 @@ class JobQueue:
         (None: wait as long as it takes). A failed job is returned, not raised: its
         ``last_error`` says why.
         """
+        return await (await self.waiter()).wait(job_id, timeout)
+
+    async def waiter(self) -> Waiter:
+        """This event loop's Waiter (see jobqueue.waiter), made on first use."""
         from jobqueue.waiter import Waiter  # it imports jobqueue.worker, which imports us
 
         loop = asyncio.get_running_loop()
         waiter = self._waiters.get(loop)
         if waiter is None:
             waiter = self._waiters[loop] = Waiter(self, await self._resolved_dsn())
-        return await waiter.wait(job_id, timeout)
+        return waiter
 
     def wait_sync(self, job_id: int, timeout: float | None = None) -> Job:
         """``wait`` for code without an event loop."""

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from jobqueue.job import FINAL_STATES, Job, JobNotFound
+from jobqueue.signals import Signal, Signals
 from jobqueue.worker.listener import Listener
 
 if TYPE_CHECKING:
@@ -26,12 +28,18 @@ FALLBACK_SECONDS = 5.0
 LISTEN_SECONDS = 2.0
 
 
+@dataclass
+class WaiterSignals(Signals):
+    waiting: Signal[int] = field(default_factory=Signal)  # a wait read its job, not final yet
+
+
 class Waiter:
     def __init__(self, jq: JobQueue, dsn: str) -> None:
         self._jq = jq
         self._wakers: dict[int, set[asyncio.Event]] = {}
         self._listener = Listener(dsn, jq.queries.done_channel, self._announced, jq.queries.ping)
         self._task: asyncio.Task[None] | None = None
+        self.signals = WaiterSignals()
 
     async def wait(self, job_id: int, timeout: float | None) -> Job:
         """The job once final. Raises JobNotFound, or TimeoutError after ``timeout``
@@ -52,6 +60,7 @@ class Waiter:
                         raise JobNotFound(job_id)
                     if job.status in FINAL_STATES:
                         return job
+                    self.signals.waiting.fire(job_id)
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(woken.wait(), FALLBACK_SECONDS)
                     woken.clear()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import asyncpg
 import structlog
@@ -24,11 +25,17 @@ from jobqueue.maintenance.aging import Aging
 from jobqueue.maintenance.rescuer import Rescuer
 from jobqueue.maintenance.retention import Retention
 from jobqueue.maintenance.scheduler import Scheduler
+from jobqueue.signals import Signal, Signals
 
 log = structlog.get_logger("jobqueue.maintenance")
 
 ROLE = "maintenance"
 TERM_INTERVALS = 3
+
+
+@dataclass
+class LeaderSignals(Signals):
+    ran: Signal[bool] = field(default_factory=Signal)  # a round ended: whether it led
 
 
 class Maintenance:
@@ -56,6 +63,7 @@ class Maintenance:
             pool, queries, retain_completed=retain_completed, retain_failed=retain_failed
         )
         self.is_leader = False
+        self.signals = LeaderSignals()
 
     async def run(self) -> None:
         try:
@@ -86,6 +94,7 @@ class Maintenance:
                 await self.retention.run_if_due()
         except Exception as exc:
             log_failure(log, exc, "maintenance failed", "maintenance skipped")
+        self.signals.ran.fire(self.is_leader)
 
     async def resign(self) -> None:
         """Hand the lead over at once on a clean stop, instead of after it expires."""

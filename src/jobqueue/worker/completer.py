@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import asyncpg
 import structlog
 
 from jobqueue.db.pool import log_failure
 from jobqueue.db.sql import Queries
+from jobqueue.signals import Signal, Signals
 from jobqueue.worker.claimed import ClaimedJob, fenced_out, held
 
 log = structlog.get_logger("jobqueue.completer")
@@ -28,6 +29,11 @@ class Failure:
     error: str
     traceback: str | None
     delay: float | None  # None: no attempt left
+
+
+@dataclass
+class CompleterSignals(Signals):
+    flushed: Signal[int] = field(default_factory=Signal)  # outcomes written by a flush
 
 
 class Completer:
@@ -52,6 +58,7 @@ class Completer:
         self._idle = asyncio.Event()
         self._idle.set()
         self._closing = False
+        self.signals = CompleterSignals()
 
     def complete(self, job: ClaimedJob, result: str | None = None) -> None:
         """``result``: the handler's return value as JSON text, or None."""
@@ -86,7 +93,7 @@ class Completer:
                 await asyncio.sleep(self._flush_interval)  # gather a batch
             self._pending.clear()
             try:
-                await self.flush()
+                self.signals.flushed.fire(await self.flush())
                 backoff = 0.05
             except Exception as exc:
                 log_failure(
@@ -99,9 +106,11 @@ class Completer:
             if not self._pending.is_set():
                 self._idle.set()
 
-    async def flush(self) -> None:
+    async def flush(self) -> int:
+        """Write every outcome buffered; return how many were buffered."""
         completed, failed, released = self._completed, self._failed, self._released
         cancelled = self._cancelled
+        count = len(completed) + len(failed) + len(released) + len(cancelled)
         self._completed, self._failed, self._released, self._cancelled = [], [], [], []
         try:
             async with self._pool.acquire() as conn:
@@ -161,6 +170,7 @@ class Completer:
                         after=("cancelled", "cancelled while running", None),
                     )
                     cancelled = []
+            return count
         except BaseException:
             # Keep what was not written for the next flush.
             self._completed[:0], self._failed[:0], self._released[:0] = completed, failed, released

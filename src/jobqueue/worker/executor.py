@@ -14,12 +14,14 @@ import time
 import traceback
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
 
 from jobqueue import logs, results
 from jobqueue.retry import Discard, RetryAt, RetryPolicy
+from jobqueue.signals import Signal, Signals
 from jobqueue.task import PayloadError, Task
 from jobqueue.worker.claimed import ClaimedJob
 from jobqueue.worker.completer import Completer
@@ -39,6 +41,12 @@ class UnknownJobType(Exception):
 
 class JobTimeout(Exception):
     pass
+
+
+@dataclass
+class ExecutorSignals(Signals):
+    started: Signal[int] = field(default_factory=Signal)  # a job's attempt began: its id
+    finished: Signal[int] = field(default_factory=Signal)  # and ended, its outcome buffered
 
 
 class Executor:
@@ -73,6 +81,7 @@ class Executor:
         self._cancel_flags: dict[int, threading.Event] = {}
         self._log = log.bind()
         self._log_jobs = logs.enabled("info")
+        self.signals = ExecutorSignals()
 
     @property
     def free_slots(self) -> int:
@@ -117,6 +126,7 @@ class Executor:
             self._finished(job)
 
     async def _run(self, job: ClaimedJob) -> None:
+        self.signals.started.fire(job.id)
         # The hot path: the per-job log lines cost more than the queue itself at
         # tens of thousands of jobs a second, so they are skipped, not filtered,
         # when info is off.
@@ -167,6 +177,7 @@ class Executor:
             self._cancel_requested.discard(job.id)
         if self._cancel_flags:
             self._cancel_flags.pop(job.id, None)
+        self.signals.finished.fire(job.id)
         self._on_slot_freed()
 
     async def _invoke(self, job: ClaimedJob) -> str | None:

@@ -11,15 +11,22 @@ import asyncio
 import os
 import socket
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import asyncpg
 import structlog
 
 from jobqueue.db.pool import log_failure
 from jobqueue.db.sql import Queries
+from jobqueue.signals import Signal, Signals
 from jobqueue.worker.claimed import ClaimedJob, fenced_out, held
 
 log = structlog.get_logger("jobqueue.heartbeat")
+
+
+@dataclass
+class HeartbeatSignals(Signals):
+    beat: Signal[int] = field(default_factory=Signal)  # a beat ended: the leases renewed
 
 
 class Heartbeat:
@@ -45,6 +52,7 @@ class Heartbeat:
         self._slots = slots
         # A third of the lease: two beats can be lost before a live worker's jobs expire.
         self.interval = lease_seconds / 3
+        self.signals = HeartbeatSignals()
 
     async def register(self) -> None:
         await self._pool.execute(
@@ -63,16 +71,17 @@ class Heartbeat:
         while True:
             await asyncio.sleep(self.interval)
             try:
-                await self.beat()
+                self.signals.beat.fire(await self.beat())
             except Exception as exc:
                 log_failure(log, exc, "heartbeat failed", "heartbeat missed")
 
-    async def beat(self) -> None:
+    async def beat(self) -> int:
+        """Renew this worker's row and its jobs' leases; return how many were renewed."""
         jobs = self._running_jobs()
         async with self._pool.acquire() as conn:
             await conn.execute(self._q.worker_heartbeat, self._worker_id)
             if not jobs:
-                return
+                return 0
             renewed = await conn.fetch(
                 self._q.heartbeat,
                 [j.id for j in jobs],
@@ -89,3 +98,4 @@ class Heartbeat:
         for row in renewed:
             if row["cancel_requested"]:
                 self._on_cancel(row["id"])
+        return len(renewed)

@@ -12,18 +12,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import asyncpg
 import structlog
 
 from jobqueue.db.pool import log_failure
 from jobqueue.db.sql import Queries
+from jobqueue.signals import Signal, Signals
 from jobqueue.worker.claimed import ClaimedJob
 from jobqueue.worker.executor import Executor
 
 log = structlog.get_logger("jobqueue.producer")
 
 RETRY_WAKE_MARGIN = 0.05
+
+
+@dataclass
+class ProducerSignals(Signals):
+    polled: Signal[int] = field(default_factory=Signal)  # a claim pass ended: jobs claimed
+    asleep: Signal[None] = field(default_factory=Signal)  # until a wake-up or the poll
 
 
 class Producer:
@@ -55,6 +63,7 @@ class Producer:
         self._turn = 0
         self.claims = 0  # statements run, for the stop log line
         self.claimed = 0
+        self.signals = ProducerSignals()
 
     def wake(self, queue: str | None = None) -> None:
         if queue is None or queue in self.queues:
@@ -80,7 +89,10 @@ class Producer:
                 free = min(self._executor.free_slots, self._claim_batch)
                 if free:
                     try:
-                        if await self.claim(free):
+                        before = self.claimed
+                        more = await self.claim(free)
+                        self.signals.polled.fire(self.claimed - before)
+                        if more:
                             continue  # a queue filled every slot asked: there may be more
                         backoff = 0.1
                     except Exception as exc:
@@ -89,6 +101,7 @@ class Producer:
                         await asyncio.sleep(backoff)
                         backoff = min(backoff * 2, 5.0)
                         continue
+                self.signals.asleep.fire(None)
                 await self._sleep()
         finally:
             await self._drop_connection()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
@@ -19,11 +20,17 @@ import structlog
 
 from jobqueue.db.pool import log_failure
 from jobqueue.db.sql import Queries
+from jobqueue.signals import Signal, Signals
 from jobqueue.worker.claimed import ClaimedJob
 
 log = structlog.get_logger("jobqueue.progress")
 
 MAX_MESSAGE_CHARS = 1000
+
+
+@dataclass
+class ProgressSignals(Signals):
+    written: Signal[int] = field(default_factory=Signal)  # a write ended: reports written
 
 
 class ProgressWriter:
@@ -39,6 +46,7 @@ class ProgressWriter:
         self._latest: dict[int, tuple[ClaimedJob, float | None, str | None]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reported = asyncio.Event()
+        self.signals = ProgressSignals()
 
     def report(self, job: ClaimedJob, fraction: float | None, message: str | None) -> None:
         """Keep ``job``'s latest progress for the next write; from any thread."""
@@ -93,3 +101,4 @@ class ProgressWriter:
             for job_id, (job, fraction, message) in latest.items()
         }
         await self._pool.fetch(self._q.progress, list(latest), json.dumps(reports), self._worker_id)
+        self.signals.written.fire(len(reports))

@@ -129,6 +129,14 @@ class Worker:
         self._limits = limits
         self._tasks: list[asyncio.Task[None]] = []
 
+    def arm_signals(self) -> None:
+        """Arm every service's test signals (see jobqueue.signals)."""
+        for service in (
+            self.producer, self.executor, self.completer, self.progress, self.heartbeat,
+            self.maintenance,
+        ):  # fmt: skip
+            service.signals.arm()
+
     async def start(self) -> None:
         await self.heartbeat.register()
         self._tasks = [
