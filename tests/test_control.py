@@ -117,7 +117,7 @@ async def test_bulk_retry_takes_exactly_the_jobs_matching_every_filter(
 async def test_bulk_retry_goes_in_batches(
     jq: JobQueue, db: asyncpg.Connection, schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("jobqueue.app.RETRY_BATCH", 7)
+    monkeypatch.setattr("jobqueue.control.BATCH", 7)
     await dead_letters(db, schema, [("mail", "a", 1)] * 30)
     assert await jq.retry_many(type="mail") == 30
     assert (

@@ -14,7 +14,6 @@ import pytest
 from jobqueue.app import JobQueue
 from jobqueue.config import ConfigError, cron_entries
 from jobqueue.cron import Schedule
-from jobqueue.db.sql import queries
 from jobqueue.job import JobStatus
 from jobqueue.maintenance.scheduler import Scheduler
 from tests.conftest import StartWorker, wait_final
@@ -36,7 +35,7 @@ async def test_each_tick_is_one_job_whatever_the_number_of_leaders(
 ) -> None:
     every_5 = Schedule("report", "*/5 * * * *")
     now = datetime(2026, 11, 29, 12, 3, 20, tzinfo=UTC)
-    leaders = [Scheduler(await jq.pool(), queries(schema), [(every_5, OPTIONS)]) for _ in range(5)]
+    leaders = [Scheduler(await jq.store(), [(every_5, OPTIONS)]) for _ in range(5)]
     created = await asyncio.gather(*(leader.run_once(now) for leader in leaders))
     assert sum(created) == 1
     assert await leaders[0].run_once(now + timedelta(minutes=1)) == 0  # the same tick
@@ -53,11 +52,11 @@ async def test_ticks_follow_the_time_zone_and_old_missed_ones_are_skipped(
     jq: JobQueue, db: asyncpg.Connection, schema: str
 ) -> None:
     nine_in_paris = Schedule("report", "0 9 * * *", "Europe/Paris")
-    leader = Scheduler(await jq.pool(), queries(schema), [(nine_in_paris, OPTIONS)])
+    leader = Scheduler(await jq.store(), [(nine_in_paris, OPTIONS)])
     # 08:30 UTC is 09:30 in Paris: the 09:00 tick, half an hour ago, runs once.
     assert await leader.run_once(datetime(2026, 11, 29, 8, 30, tzinfo=UTC)) == 1
     # Down all the next day until 15:00: that day's 09:00 tick is six hours old, skipped.
-    later = Scheduler(await jq.pool(), queries(schema), [(nine_in_paris, OPTIONS)])
+    later = Scheduler(await jq.store(), [(nine_in_paris, OPTIONS)])
     assert await later.run_once(datetime(2026, 11, 30, 14, 0, tzinfo=UTC)) == 0
     [row] = await jobs(db, schema)
     assert row["run_at"] == datetime(2026, 11, 29, 8, 0, tzinfo=UTC)

@@ -10,7 +10,6 @@ import asyncpg
 import pytest
 
 from jobqueue.app import JobQueue
-from jobqueue.db.sql import queries
 from jobqueue.job import JobStatus
 from jobqueue.maintenance.aging import Aging
 from tests.conftest import StartWorker, wait_final
@@ -47,7 +46,7 @@ async def test_aging_moves_only_jobs_waiting_behind_better_priorities(
             ('x', 'flat', 3, now() - interval '10 minutes', now() - interval '10 minutes'),
             ('x', 'flat', 3, now() - interval '9 minutes', now() - interval '9 minutes')"""
     )
-    aging = Aging(await jq.pool(), queries(schema), step_seconds=60)
+    aging = Aging(await jq.store(), step_seconds=60)
     assert await aging.run_once() == 1
     assert await aging.run_once() == 0  # one step per 60 s of waiting, not per run
     rows = await db.fetch(f'SELECT queue, priority FROM "{schema}".jobs ORDER BY id')

@@ -89,7 +89,7 @@ async def test_the_overview_counts_no_job_rows(
     plan = "\n".join(
         r[0]
         for r in await db.fetch(
-            "EXPLAIN (ANALYZE, COSTS OFF) " + queries(schema).queues_overview, None
+            "EXPLAIN (ANALYZE, COSTS OFF) " + queries(schema).queues_overview, None, None
         )
     )
     assert "Seq Scan on jobs" not in plan, plan

@@ -16,9 +16,9 @@ from pydantic import BaseModel
 from jobqueue import waiter
 from jobqueue.app import JobQueue
 from jobqueue.context import JobContext
+from jobqueue.db.records import ClaimedJob
 from jobqueue.job import JobNotFound, JobStatus
 from jobqueue.testing import drain
-from jobqueue.worker.claimed import ClaimedJob
 from jobqueue.worker.progress import ProgressWriter
 from tests.conftest import Spawn, StartWorker
 
@@ -187,8 +187,7 @@ async def test_progress_shows_while_running_and_is_rate_limited(
 
 async def test_progress_of_a_stale_attempt_is_not_written(jq: JobQueue) -> None:
     job = await jq.enqueue("nobody_runs_this")
-    pool = await jq.pool()
-    writer = ProgressWriter(pool, jq.queries, "some-worker", 0.1)
+    writer = ProgressWriter(await jq.store(), "some-worker", 0.1)
     # Not claimed by "some-worker", nor on attempt 1: fenced out.
     writer.report(ClaimedJob(job.id, job.type, job.queue, {}, 1, 3, 0), 0.5, "half")
     await writer.flush()

@@ -45,9 +45,8 @@ async def test_each_state_is_kept_for_its_own_time(
     )
     waiting = (await jq.enqueue("x", run_at=None)).id
 
-    pool = await jq.pool()
     deleted = await Retention(
-        pool, queries(schema), retain_completed=DAY, retain_failed=7 * DAY
+        await jq.store(), retain_completed=DAY, retain_failed=7 * DAY
     ).run_once()
     assert deleted == 3
     left = {r[0] for r in await db.fetch(f'SELECT id FROM "{schema}".jobs')}
@@ -67,9 +66,7 @@ async def test_forever_keeps_everything_and_batches_take_all(
     for _ in range(30):
         await finished(db, schema, "completed", 48)
     await finished(db, schema, "failed", 1000)
-    keep_failed = Retention(
-        await jq.pool(), queries(schema), retain_completed=DAY, retain_failed=None
-    )
+    keep_failed = Retention(await jq.store(), retain_completed=DAY, retain_failed=None)
     assert await keep_failed.run_once() == 30
     assert await db.fetchval(f'SELECT count(*) FROM "{schema}".jobs') == 1
 
@@ -84,7 +81,7 @@ async def test_the_delete_reads_the_finished_index_not_the_table(
     await db.execute(f'ANALYZE "{schema}".jobs')
     sql = queries(schema).retention_delete
     plan = "\n".join(
-        r[0] for r in await db.fetch("EXPLAIN " + sql, ["completed", "cancelled"], DAY, 1000)
+        r[0] for r in await db.fetch("EXPLAIN " + sql, ["completed", "cancelled"], DAY, 1000, None)
     )
     assert "jobs_finished_idx" in plan, plan
     assert "Seq Scan on jobs" not in plan, plan

@@ -60,7 +60,7 @@ async def test_claim_reads_the_pending_index_not_finished_jobs(
             SELECT 'noop', 'completed', now() FROM generate_series(1, 20000)"""
     )
     await db.execute(f'ANALYZE "{schema}".jobs')
-    rows = await db.fetch("EXPLAIN " + queries(schema).claim, "default", 10, "w", 30.0)
+    rows = await db.fetch("EXPLAIN " + queries(schema).claim, "default", 10, "w", 30.0, None)
     plan = "\n".join(r[0] for r in rows)
     assert "jobs_claim_idx" in plan, plan
     assert "Seq Scan" not in plan, plan
@@ -74,11 +74,16 @@ CHANGED = {"heartbeat": "lease_expires_at IS NOT NULL", "progress": "progress IS
 @pytest.mark.parametrize(
     ("name", "types", "args"),
     [
-        ("complete", "bigint[], jsonb, text, text, text, jsonb", ", 'completed', NULL, NULL"),
-        ("fail", "bigint[], jsonb, text", ""),
-        ("release", "bigint[], jsonb, text", ""),
-        ("heartbeat", "bigint[], jsonb, text, float8", ", 30"),
-        ("progress", "bigint[], jsonb, text", ""),
+        # The last parameter of each is the clock: NULL, the database's now().
+        (
+            "complete",
+            "bigint[], jsonb, text, text, text, jsonb, timestamptz",
+            ", 'completed', NULL, NULL, NULL",
+        ),
+        ("fail", "bigint[], jsonb, text, timestamptz", ", NULL"),
+        ("release", "bigint[], jsonb, text, timestamptz", ", NULL"),
+        ("heartbeat", "bigint[], jsonb, text, float8, timestamptz", ", 30, NULL"),
+        ("progress", "bigint[], jsonb, text, timestamptz", ", NULL"),
     ],
 )
 async def test_fenced_writes_look_jobs_up_by_primary_key(

@@ -16,7 +16,6 @@ import structlog
 from jobqueue import JobContext
 from jobqueue.app import JobQueue, Task
 from jobqueue.job import JobStatus
-from jobqueue.worker.claimed import ClaimedJob
 from jobqueue.worker.completer import Completer
 from tests.conftest import StartWorker, wait_final
 
@@ -187,15 +186,18 @@ async def test_a_write_from_a_replaced_attempt_changes_nothing(
     jq: JobQueue, db: asyncpg.Connection, schema: str
 ) -> None:
     job = await jq.enqueue("noop")
-    q = jq.queries
-    pool = await jq.pool()
-    first = ClaimedJob.from_record((await db.fetch(q.claim, "default", 1, "old-worker", 30.0))[0])
+    store = await jq.store()
+    first = (await store.claim(queue="default", limit=1, worker_id="old-worker", lease_seconds=30))[
+        0
+    ]
     # The job is taken from the first worker (as a rescue would) and claimed again.
     await db.execute(f"UPDATE \"{schema}\".jobs SET status = 'pending' WHERE id = $1", job.id)
-    second = (await db.fetch(q.claim, "default", 1, "new-worker", 30.0))[0]
-    assert second["attempts"] == 2
+    second = (
+        await store.claim(queue="default", limit=1, worker_id="new-worker", lease_seconds=30)
+    )[0]
+    assert second.attempt == 2
 
-    stale = Completer(pool, q, "old-worker")
+    stale = Completer(store, "old-worker")
     with structlog.testing.capture_logs() as logs:
         stale.complete(first)
         await stale.flush()
@@ -212,8 +214,8 @@ async def test_a_write_from_a_replaced_attempt_changes_nothing(
         "the job is no longer held by this attempt",
     ]
 
-    current = Completer(pool, q, "new-worker")
-    current.complete(ClaimedJob.from_record(second))
+    current = Completer(store, "new-worker")
+    current.complete(second)
     await current.flush()
     assert (await jq.get(job.id)).status == JobStatus.COMPLETED  # type: ignore[union-attr]
 

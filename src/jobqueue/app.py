@@ -7,6 +7,10 @@ async def send_email(payload: dict) -> None: ...
 
 job = await jq.enqueue("send_email", {"to": "a@b.c"})
 job = jq.enqueue_sync("send_email", {"to": "a@b.c"})   # from sync code
+
+A facade: tasks live in jobqueue.task, rows are built by jobqueue.rows, the
+database and what is open on it in jobqueue.database, queries in jobqueue.db.store,
+job control in jobqueue.control and the sync API's loop in jobqueue.sync_bridge.
 """
 
 from __future__ import annotations
@@ -14,56 +18,35 @@ from __future__ import annotations
 import asyncio
 import builtins
 import dataclasses
-import json
-import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar, Union
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
-from jobqueue import config, fields
+from jobqueue import config, control, fields
 from jobqueue.config import Settings
-from jobqueue.cron import Schedule
-from jobqueue.db.embedded import EmbeddedPostgres
-from jobqueue.db.migrate import migrate
-from jobqueue.db.pool import connect, create_pool, resolve_dsn
-from jobqueue.db.sql import Queries, for_psycopg, queries
-from jobqueue.enqueuer import Enqueuer
-from jobqueue.job import (
-    FINAL_STATES,
-    RETRYABLE_STATES,
-    Attempt,
-    Job,
-    JobNotFound,
-    JobStateError,
-    JobStatus,
-    QueueInfo,
-    WorkerInfo,
+from jobqueue.database import Database
+from jobqueue.db.connections import (
+    AppConnection,
+    executor_for,
+    run_blocking,
+    sync_executor_for,
 )
+from jobqueue.db.records import JobRow
+from jobqueue.db.store import Clock, Store
+from jobqueue.enqueuer import insert
+from jobqueue.job import RETRYABLE_STATES, Attempt, Job, JobStatus, QueueInfo, WorkerInfo
 from jobqueue.retry import RetryPolicy
-from jobqueue.task import Task, TaskDecorator
+from jobqueue.rows import Rows
+from jobqueue.sync_bridge import SyncBridge
+from jobqueue.task import Task, TaskDecorator, task_decorator
 
 if TYPE_CHECKING:
-    import psycopg
-    from sqlalchemy.ext.asyncio import AsyncSession
-
     from jobqueue.new_job import NewJob
     from jobqueue.waiter import Waiter
 
-# A connection of the application's, inside its transaction, for enqueue(conn=...).
-AppConnection = Union[asyncpg.Connection, "psycopg.AsyncConnection[Any]", "AsyncSession"]
-
-# Connections per process. Handlers never use them: a worker needs four at once
-# (producer, completer, heartbeat, maintenance), whatever its WORKER_COUNT, and the
-# rest serve concurrent HTTP requests; more would mostly queue inside PostgreSQL.
-POOL_SIZE = 16
-# Jobs per statement of a bulk retry: each batch locks this many rows, briefly.
-RETRY_BATCH = 1000
-RETRYABLE = sorted(RETRYABLE_STATES)
-# Rounds of "take the key, else read its holder" before giving up (see _insert_unique).
-UNIQUE_ATTEMPTS = 5
-T = TypeVar("T")
+__all__ = ["AppConnection", "JobQueue", "Task"]
 
 
 class JobQueue:
@@ -85,20 +68,13 @@ class JobQueue:
             settings = dataclasses.replace(settings, schema=config.schema_name("schema", schema))
         self.settings = settings
         self.tasks: dict[str, Task[Any, Any]] = {}
-        self._dsn: str | None = None
-        self._embedded: EmbeddedPostgres | None = None
-        self._pools: dict[asyncio.AbstractEventLoop, asyncpg.Pool] = {}
-        self._enqueuers: dict[asyncio.AbstractEventLoop, Enqueuer] = {}
-        self._waiters: dict[asyncio.AbstractEventLoop, Waiter] = {}
-        self._sync_loop: asyncio.AbstractEventLoop | None = None
-        self._sync_thread: threading.Thread | None = None
-        self._lock = threading.Lock()
+        # The time the queries take as now: the database's, unless a test sets it.
+        self.clock = Clock()
+        self._database = Database(settings, self.clock)
+        self._rows = Rows(self.tasks, settings)
+        self._sync = SyncBridge(self.close_pool)
         # Set by jobqueue.testing.inline: runs the due jobs right after an enqueue.
         self.after_enqueue: Callable[[], Awaitable[None]] | None = None
-
-    @property
-    def queries(self) -> Queries:
-        return queries(self.settings.schema)
 
     # -- tasks ---------------------------------------------------------------
 
@@ -126,26 +102,19 @@ class JobQueue:
         ``cron``: also enqueue a job of this type at every tick of this cron expression,
         read in ``cron_timezone`` (see jobqueue.maintenance.scheduler).
         """
-        type = fields.check_type(type)
-        fields.check_options(queue=queue, max_attempts=max_attempts, priority=priority)
-        if timeout is not None and not timeout > 0:
-            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-        if retry is not None and not callable(retry):
-            raise ValueError(f"retry must be a callable (attempt) -> seconds, got {retry!r}")
-        schedule = None if cron is None else Schedule(type, cron, cron_timezone)
-
-        def register(fn: Callable[..., Any]) -> Task[Any, Any]:
-            if type in self.tasks:
-                raise ValueError(f"a handler for job type {type!r} is already registered")
-            task: Task[Any, Any] = Task(
-                type, fn, self, queue, max_attempts, priority, timeout, isolated, retry, schedule
-            )
-            if isolated and task.is_async:
-                raise ValueError("isolated=True is for sync handlers; async ones are cancelled")
-            self.tasks[type] = task
-            return task
-
-        return register
+        return task_decorator(
+            self.tasks,
+            self,
+            type,
+            queue=queue,
+            max_attempts=max_attempts,
+            priority=priority,
+            timeout=timeout,
+            isolated=isolated,
+            retry=retry,
+            cron=cron,
+            cron_timezone=cron_timezone,
+        )
 
     def queue_names(self) -> set[str]:
         return {t.queue for t in self.tasks.values() if t.queue}
@@ -155,62 +124,40 @@ class JobQueue:
     @property
     def dsn(self) -> str:
         """The database's DSN; resolving it may start the embedded server."""
-        with self._lock:
-            if self._dsn is None:
-                self._dsn, self._embedded = resolve_dsn(self.settings)
-            return self._dsn
+        return self._database.dsn
 
     def use_dsn(self, dsn: str) -> None:
         """Use a DSN resolved elsewhere (the server process resolves it once)."""
-        self._dsn = dsn
+        self._database.use_dsn(dsn)
 
     async def pool(self) -> asyncpg.Pool:
         """This event loop's pool, opened on first use."""
-        loop = asyncio.get_running_loop()
-        pool = self._pools.get(loop)
-        if pool is None:
-            dsn = await self._resolved_dsn()
-            pool = await create_pool(
-                dsn, max_size=POOL_SIZE, statement_timeout=self.settings.statement_timeout
-            )
-            self._pools[loop] = pool
-            self._enqueuers[loop] = Enqueuer(pool, self.queries)
-        return pool
+        return (await self._database.resources()).pool
 
-    async def _resolved_dsn(self) -> str:
-        # Starting the embedded server blocks for up to a second: not on the event loop.
-        return self._dsn if self._dsn is not None else await asyncio.to_thread(lambda: self.dsn)
+    async def store(self) -> Store:
+        """This event loop's store: every query, as a typed method (jobqueue.db.store)."""
+        return (await self._database.resources()).store
 
     async def migrate(self) -> list[int]:
         """Apply the schema; returns the migration versions applied now."""
-        # A connection of its own: a migration may outlast the pool's statement timeout.
-        conn = await connect(await self._resolved_dsn())
-        try:
-            return await migrate(conn, self.settings.schema)
-        finally:
-            await conn.close()
+        return await self._database.migrate()
+
+    async def ping(self) -> None:
+        """One round trip to the database (raises if it cannot be reached)."""
+        await (await self.store()).ping()
 
     async def close_pool(self, *, terminate: bool = False) -> None:
         """Close this event loop's pool; the next use opens a new one. ``terminate``
         drops the connections at once (the database is gone: nothing to say goodbye to).
         """
-        loop = asyncio.get_running_loop()
-        self._enqueuers.pop(loop, None)
-        waiter = self._waiters.pop(loop, None)
-        if waiter is not None:
-            await waiter.close()
-        pool = self._pools.pop(loop, None)
-        if pool is not None and terminate:
-            pool.terminate()
-        elif pool is not None:
-            await pool.close()
+        await self._database.close_loop(terminate=terminate)
 
     async def close(self) -> None:
         """Close this loop's pool (and the sync API's), and stop an embedded server we own."""
         await self.close_pool()
-        self._close_sync_loop()
-        if not self._pools and self._embedded is not None:
-            await asyncio.to_thread(self._stop_embedded)
+        self._sync.close()
+        if not self._database.open_loops and self._database.owns_embedded:
+            await asyncio.to_thread(self._database.stop_embedded)
 
     async def __aenter__(self) -> JobQueue:
         await self.pool()
@@ -219,7 +166,7 @@ class JobQueue:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    # -- jobs ----------------------------------------------------------------
+    # -- enqueueing --------------------------------------------------------------
 
     async def enqueue(
         self,
@@ -250,7 +197,7 @@ class JobQueue:
         payload type; it is checked against that type (PayloadError, a ValueError).
         """
         fields.check_options(unique_key=unique_key, unique_for=unique_for)
-        row = self._row(
+        row = self._rows.row(
             type,
             payload,
             queue=queue,
@@ -270,42 +217,23 @@ class JobQueue:
     ) -> tuple[Job, bool]:
         """Store a job described by a validated NewJob (what POST /jobs receives); return
         it and whether it is new (False: the holder of its unique key)."""
-        row = self._row_of(spec)
+        row = self._rows.row_of(spec)
         return await self._insert(row, spec.unique_key, spec.unique_for, conn)
 
     async def _insert(
         self,
-        row: tuple[Any, ...],
+        row: JobRow,
         unique_key: str | None,
         unique_for: float | None,
-        conn: asyncpg.Connection | None,
+        conn: AppConnection | None,
     ) -> tuple[Job, bool]:
-        if unique_key is not None:
-            return await self._insert_unique(row, unique_key, unique_for, conn)
         if conn is not None:  # the caller's transaction: never shared with other calls
-            return Job.from_record(await _fetchrow(conn, self.queries.enqueue, *row)), True
-        await self.pool()
-        enqueuer = self._enqueuers[asyncio.get_running_loop()]
-        return Job.from_record(await enqueuer.insert(row)), True
-
-    async def _insert_unique(
-        self,
-        row: tuple[Any, ...],
-        key: str,
-        hold: float | None,
-        conn: asyncpg.Connection | None,
-    ) -> tuple[Job, bool]:
-        db = conn if conn is not None else await self.pool()
-        # A holder can finish (or be deleted) between our attempt and our look at it:
-        # then the key is free, and the next attempt takes it.
-        for _ in range(UNIQUE_ATTEMPTS):
-            record = await _fetchrow(db, self.queries.enqueue_unique, *row, key, hold)
-            if record is not None:
-                return Job.from_record(record), True
-            holder = await _fetchrow(db, self.queries.unique_holder, key)
-            if holder is not None:
-                return Job.from_record(holder), False
-        raise RuntimeError(f"unique key {key!r} kept changing hands; try again")
+            store = (await self.store()).on(executor_for(conn))
+            return await insert(store, row, unique_key, unique_for)
+        resources = await self._database.resources()
+        if unique_key is not None:
+            return await insert(resources.store, row, unique_key, unique_for)
+        return await resources.enqueuer.insert(row), True
 
     async def enqueue_many(
         self,
@@ -321,7 +249,7 @@ class JobQueue:
     ) -> list[int]:
         """Store one job of ``type`` per payload, all or none, in one statement; return
         their ids in order. Workers are woken once per batch, not once per job."""
-        type_, queue_, *rest = self._options(
+        options = self._rows.options(
             type,
             queue=queue,
             priority=priority,
@@ -332,16 +260,16 @@ class JobQueue:
         encoded = []
         for i, payload in enumerate(payloads):
             try:
-                encoded.append(_encode_payload(self._payload(type_, payload)))
+                encoded.append(self._rows.payload(options.type, payload))
             except ValueError as exc:
                 raise ValueError(f"payloads[{i}]: {exc}") from exc
         if not encoded:
             return []
-        db = conn if conn is not None else await self.pool()
-        records = await db.fetch(self.queries.enqueue_payloads, type_, queue_, encoded, *rest)
+        store = await self._store_on(conn)
+        ids = await store.enqueue_payloads(options=options, payloads=encoded)
         if self.after_enqueue is not None and conn is None:
             await self.after_enqueue()
-        return [r[0] for r in records]
+        return ids
 
     async def enqueue_jobs(
         self, specs: Sequence[NewJob], *, conn: asyncpg.Connection | None = None
@@ -352,89 +280,20 @@ class JobQueue:
         for i, spec in enumerate(specs):
             if spec.unique_key is not None:
                 raise ValueError(f"jobs[{i}].unique_key: not supported in a batch")
-        rows = [self._row_of(spec) for spec in specs]
-        columns = tuple(list(column) for column in zip(*rows, strict=True)) if rows else ()
-        return await self._insert_many(columns or ([],) * 7, conn)
-
-    async def _insert_many(
-        self, columns: tuple[list[Any], ...], conn: asyncpg.Connection | None
-    ) -> list[int]:
-        if not columns[0]:
+        rows = [self._rows.row_of(spec) for spec in specs]
+        if not rows:
             return []
-        db = conn if conn is not None else await self.pool()
-        return [r["id"] for r in await db.fetch(self.queries.enqueue_rows, *columns)]
+        store = await self._store_on(conn)
+        return [job.id for job in await store.enqueue_rows(rows=rows)]
 
-    def _row_of(self, spec: NewJob) -> tuple[Any, ...]:
-        return self._row(
-            spec.type,
-            spec.payload,
-            queue=spec.queue,
-            priority=spec.priority,
-            max_attempts=spec.max_attempts,
-            run_at=spec.run_at,
-            delay_seconds=spec.delay_seconds,
-        )
+    async def _store_on(self, conn: asyncpg.Connection | None) -> Store:
+        store = await self.store()
+        return store if conn is None else store.on(conn)
 
-    def _row(
-        self,
-        type: str,
-        payload: Any,
-        *,
-        queue: str | None,
-        priority: int | None,
-        max_attempts: int | None,
-        run_at: datetime | None,
-        delay_seconds: float | None,
-    ) -> tuple[Any, ...]:
-        """The values of one job's row, checked, with the task's defaults filled in."""
-        type, queue_, *rest = self._options(
-            type,
-            queue=queue,
-            priority=priority,
-            max_attempts=max_attempts,
-            run_at=run_at,
-            delay_seconds=delay_seconds,
-        )
-        return (type, queue_, _encode_payload(self._payload(type, payload)), *rest)
-
-    def _options(
-        self,
-        type: str,
-        *,
-        queue: str | None,
-        priority: int | None,
-        max_attempts: int | None,
-        run_at: datetime | None,
-        delay_seconds: float | None,
-    ) -> tuple[Any, ...]:
-        """A row's values but the payload: type, queue, priority, max_attempts, run_at,
-        delay_seconds."""
-        type = fields.check_type(type)
-        fields.check_options(
-            queue=queue,
-            priority=priority,
-            max_attempts=max_attempts,
-            run_at=run_at,
-            delay_seconds=delay_seconds,
-        )
-        queue, priority, max_attempts = job_options(
-            self.tasks.get(type), self.settings, queue, priority, max_attempts
-        )
-        return (type, queue, priority, max_attempts, run_at, delay_seconds)
-
-    def _payload(self, type: str, payload: Any) -> Mapping[str, Any]:
-        """The payload to store: checked against the task's payload type, if it has one."""
-        task = self.tasks.get(type)
-        if task is not None and task.payload_type is not None:
-            return task.dump({} if payload is None else payload)
-        if payload is None:
-            return {}
-        fields.check_options(payload=payload)
-        return payload  # type: ignore[no-any-return]  # a Mapping: checked just above
+    # -- reading jobs --------------------------------------------------------------
 
     async def get(self, job_id: int) -> Job | None:
-        record = await (await self.pool()).fetchrow(self.queries.get_job, job_id)
-        return None if record is None else Job.from_record(record)
+        return await (await self.store()).get_job(job_id=job_id)
 
     async def wait(self, job_id: int, timeout: float | None = None) -> Job:
         """The job once it is completed, failed or cancelled (at once if it already is).
@@ -449,17 +308,7 @@ class JobQueue:
 
     async def waiter(self) -> Waiter:
         """This event loop's Waiter (see jobqueue.waiter), made on first use."""
-        from jobqueue.waiter import Waiter  # it imports jobqueue.worker, which imports us
-
-        loop = asyncio.get_running_loop()
-        waiter = self._waiters.get(loop)
-        if waiter is None:
-            waiter = self._waiters[loop] = Waiter(self, await self._resolved_dsn())
-        return waiter
-
-    def wait_sync(self, job_id: int, timeout: float | None = None) -> Job:
-        """``wait`` for code without an event loop."""
-        return self._run_sync(self.wait(job_id, timeout))
+        return await self._database.waiter()
 
     async def list(
         self,
@@ -471,11 +320,23 @@ class JobQueue:
         limit: int = 50,
     ) -> list[Job]:
         """Jobs newest first; pass the last id of a page as ``after`` for the next page."""
-        status = JobStatus(status) if status is not None else None
-        records = await (await self.pool()).fetch(
-            self.queries.list_jobs, status, type, queue, after, limit
+        return await (await self.store()).list_jobs(
+            status=JobStatus(status) if status is not None else None,
+            type=type,
+            queue=queue,
+            before_id=after,
+            limit=limit,
         )
-        return [Job.from_record(r) for r in records]
+
+    async def attempts(self, job_id: int) -> builtins.list[Attempt]:
+        """The job's failed attempts, oldest first: error, traceback, worker, timing."""
+        return await (await self.store()).job_attempts(job_id=job_id)
+
+    async def workers(self) -> builtins.list[WorkerInfo]:
+        """Worker processes that have announced themselves, oldest first."""
+        return await (await self.store()).workers_list()
+
+    # -- job control ---------------------------------------------------------------
 
     async def retry(self, job_id: int) -> Job:
         """Make a failed or cancelled job pending again, with fresh attempts, to run now.
@@ -483,18 +344,7 @@ class JobQueue:
         Raises JobNotFound, or JobStateError for a job in any other state (a pending or
         running job will run anyway; a completed one must not run twice by accident).
         """
-        async with (await self.pool()).acquire() as conn, conn.transaction():
-            retried = await conn.fetch(
-                self.queries.retry_jobs, job_id, None, None, None, None, RETRYABLE, 1
-            )
-            # In the same transaction: the row as retried, before a worker can claim it.
-            record = await conn.fetchrow(self.queries.get_job, job_id)
-        if record is None:
-            raise JobNotFound(job_id)
-        job = Job.from_record(record)
-        if not retried:
-            raise JobStateError(job, "retry", "failed or cancelled")
-        return job
+        return await control.retry(await self.store(), job_id)
 
     async def retry_many(
         self,
@@ -506,87 +356,55 @@ class JobQueue:
         statuses: Iterable[JobStatus | str] = RETRYABLE_STATES,
     ) -> int:
         """Retry every failed (and cancelled) job matching all the filters given; return
-        how many. Runs in batches of RETRY_BATCH, so that no statement locks them all."""
-        wanted = sorted({JobStatus(s) for s in statuses})
-        if not wanted or not set(wanted) <= RETRYABLE_STATES:
-            raise ValueError("statuses: only failed and cancelled jobs can be retried")
-        pool, total = await self.pool(), 0
-        while True:
-            retried = await pool.fetch(
-                self.queries.retry_jobs,
-                None, type, queue, finished_after, finished_before, wanted, RETRY_BATCH,
-            )  # fmt: skip
-            n = len(retried)
-            total += n
-            if n < RETRY_BATCH:
-                return total
+        how many. Runs in batches (jobqueue.control.BATCH), so that no statement locks
+        them all."""
+        return await control.retry_many(
+            await self.store(),
+            type=type,
+            queue=queue,
+            finished_after=finished_after,
+            finished_before=finished_before,
+            statuses=statuses,
+        )
 
     async def cancel(self, job_id: int) -> Job:
         """Cancel a job: a pending one is ``cancelled`` at once; a running one is asked to
         stop (``cancel_requested_at`` is set) and its worker ends it ``cancelled`` within
         moments, never to be retried. Raises JobNotFound, or JobStateError for a job
         that already ended."""
-        async with (await self.pool()).acquire() as conn, conn.transaction():
-            await conn.fetch(self.queries.cancel_jobs, job_id, None, None, 1)
-            record = await conn.fetchrow(self.queries.get_job, job_id)
-        if record is None:
-            raise JobNotFound(job_id)
-        job = Job.from_record(record)
-        if job.status in FINAL_STATES and not (
-            job.status == JobStatus.CANCELLED and job.cancel_requested_at is not None
-        ):
-            raise JobStateError(job, "cancel", "pending or running")
-        return job
+        return await control.cancel(await self.store(), job_id)
 
     async def cancel_many(
         self, *, type: str | None = None, queue: str | None = None
     ) -> dict[str, int]:
         """Cancel every pending and running job matching all the filters given, in batches;
         return how many were cancelled at once (pending) and how many asked to stop."""
-        pool = await self.pool()
-        counts = {"cancelled": 0, "requested": 0}
-        while True:
-            rows = await pool.fetch(self.queries.cancel_jobs, None, type, queue, RETRY_BATCH)
-            for row in rows:
-                counts["cancelled" if row["status"] == "cancelled" else "requested"] += 1
-            if len(rows) < RETRY_BATCH:
-                return counts
+        return await control.cancel_many(await self.store(), type=type, queue=queue)
 
-    async def attempts(self, job_id: int) -> builtins.list[Attempt]:
-        """The job's failed attempts, oldest first: error, traceback, worker, timing."""
-        records = await (await self.pool()).fetch(self.queries.job_attempts, job_id)
-        return [Attempt(**dict(r.items())) for r in records]
+    # -- queues ------------------------------------------------------------------
 
     async def queues(self) -> builtins.list[QueueInfo]:
         """Every queue with jobs or controls, by name."""
-        records = await (await self.pool()).fetch(self.queries.queues_overview, None)
-        return [QueueInfo(**dict(r.items())) for r in records]
+        return await (await self.store()).queues_overview()
 
     async def queue(self, name: str) -> QueueInfo:
         """One queue; a queue with no job and no control shows zeros."""
         fields.check_options(queue=name)
-        records = await (await self.pool()).fetch(self.queries.queues_overview, name)
-        if records:
-            return QueueInfo(**dict(records[0].items()))
-        return QueueInfo(name, 0, 0, 0, 0, 0, False, None, None)
+        found = await (await self.store()).queues_overview(name=name)
+        return found[0] if found else QueueInfo(name, 0, 0, 0, 0, 0, False, None, None)
 
     async def pause(self, name: str) -> QueueInfo:
         """Stop every worker from starting jobs of this queue (running ones finish);
         the queue keeps accepting jobs."""
         fields.check_options(queue=name)
-        await (await self.pool()).execute(self.queries.queue_pause, name)
+        await (await self.store()).queue_pause(name=name)
         return await self.queue(name)
 
     async def resume(self, name: str) -> QueueInfo:
         """Let workers start this queue's jobs again, at once."""
         fields.check_options(queue=name)
-        await (await self.pool()).execute(self.queries.queue_resume, name)
+        await (await self.store()).queue_resume(name=name)
         return await self.queue(name)
-
-    async def workers(self) -> builtins.list[WorkerInfo]:
-        """Worker processes that have announced themselves, oldest first."""
-        records = await (await self.pool()).fetch(self.queries.workers_list)
-        return [WorkerInfo(**dict(r.items())) for r in records]
 
     # -- the sync API ------------------------------------------------------------
 
@@ -619,134 +437,22 @@ class JobQueue:
             delay_seconds=delay_seconds,
         )
         if conn is None:
-            return self._run_sync(
+            return self._sync.run(
                 self.enqueue(type, payload, unique_key=unique_key, unique_for=unique_for, **options)
             )
         fields.check_options(unique_key=unique_key, unique_for=unique_for)
-        row = self._row(type, payload, **options)
-        if unique_key is None:
-            return Job.from_record(_fetchrow_sync(conn, self.queries.enqueue, *row))
-        for _ in range(UNIQUE_ATTEMPTS):  # as in _insert_unique
-            record = _fetchrow_sync(conn, self.queries.enqueue_unique, *row, unique_key, unique_for)
-            if record is not None:
-                return Job.from_record(record)
-            holder = _fetchrow_sync(conn, self.queries.unique_holder, unique_key)
-            if holder is not None:
-                return Job.from_record(holder)
-        raise RuntimeError(f"unique key {unique_key!r} kept changing hands; try again")
+        row = self._rows.row(type, payload, **options)
+        store = Store(sync_executor_for(conn), self.settings.schema, self.clock)
+        job, _ = run_blocking(insert(store, row, unique_key, unique_for))
+        return job
 
     def get_sync(self, job_id: int) -> Job | None:
-        return self._run_sync(self.get(job_id))
+        return self._sync.run(self.get(job_id))
+
+    def wait_sync(self, job_id: int, timeout: float | None = None) -> Job:
+        """``wait`` for code without an event loop."""
+        return self._sync.run(self.wait(job_id, timeout))
 
     def close_sync(self) -> None:
-        self._close_sync_loop()
-        if self._embedded is not None:
-            self._stop_embedded()
-
-    def _stop_embedded(self) -> None:
-        # Forget its address too: a later use starts (or joins) a server again.
-        with self._lock:
-            embedded, self._embedded, self._dsn = self._embedded, None, None
-        if embedded is not None:
-            embedded.stop()
-
-    def _run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
-        # One private loop in a daemon thread serves every sync call, so a
-        # script pays for the connection once, not once per call.
-        with self._lock:
-            if self._sync_loop is None:
-                loop = asyncio.new_event_loop()
-                self._sync_thread = threading.Thread(
-                    target=loop.run_forever, name="jobqueue-sync-api", daemon=True
-                )
-                self._sync_thread.start()
-                self._sync_loop = loop
-            loop = self._sync_loop
-        return asyncio.run_coroutine_threadsafe(coro, loop).result()
-
-    def _close_sync_loop(self) -> None:
-        loop, self._sync_loop = self._sync_loop, None
-        if loop is None:
-            return
-        asyncio.run_coroutine_threadsafe(self.close_pool(), loop).result()
-        loop.call_soon_threadsafe(loop.stop)
-        if self._sync_thread is not None:
-            self._sync_thread.join()
-        loop.close()
-
-
-def job_options(
-    task: Task[Any, Any] | None,
-    settings: Settings,
-    queue: str | None = None,
-    priority: int | None = None,
-    max_attempts: int | None = None,
-) -> tuple[str, int, int]:
-    """A job's queue, priority and max_attempts: its own, else its task's, else the defaults."""
-    return (
-        queue or (task and task.queue) or "default",
-        _first(priority, task and task.priority, 0),
-        _first(max_attempts, task and task.max_attempts, settings.max_attempts),
-    )
-
-
-def _is_psycopg(conn: Any) -> bool:
-    # By module, so that psycopg is imported only by applications that use it.
-    return type(conn).__module__.startswith("psycopg")
-
-
-def _is_sqlalchemy(conn: Any) -> bool:
-    return type(conn).__module__.startswith("sqlalchemy")
-
-
-async def _fetchrow(conn: Any, sql: str, *args: Any) -> Any:
-    """One row of one of our queries, on an asyncpg connection (or pool), a psycopg 3
-    AsyncConnection, or a SQLAlchemy AsyncSession over either: the application's own,
-    inside its transaction."""
-    if _is_sqlalchemy(conn):  # the session's connection, inside its transaction
-        session_conn = await conn.connection()
-        # SQLAlchemy's asyncpg adapter sends BEGIN with its first statement, not before:
-        # without one of its own, our INSERT would run (and commit) outside it.
-        await session_conn.exec_driver_sql("SELECT 1")
-        conn = (await session_conn.get_raw_connection()).driver_connection
-    if not _is_psycopg(conn):
-        return await conn.fetchrow(sql, *args)
-    from psycopg.rows import dict_row
-
-    text, order = for_psycopg(sql)
-    async with conn.cursor(row_factory=dict_row) as cursor:
-        await cursor.execute(text, [args[i] for i in order])
-        return await cursor.fetchone()
-
-
-def _fetchrow_sync(conn: Any, sql: str, *args: Any) -> Any:
-    """_fetchrow for a sync psycopg 3 Connection, or a SQLAlchemy Session over one."""
-    if _is_sqlalchemy(conn):
-        conn = conn.connection().connection.driver_connection
-    elif type(conn).__module__.startswith("django"):  # django.db.connection, on psycopg 3
-        conn.ensure_connection()
-        conn = conn.connection
-    if not _is_psycopg(conn):
-        raise TypeError(
-            f"enqueue_sync(conn=...) takes a psycopg 3 connection, a SQLAlchemy Session "
-            f"over one or django.db.connection, got {conn!r}"
-        )
-    from psycopg.rows import dict_row
-
-    text, order = for_psycopg(sql)
-    with conn.cursor(row_factory=dict_row) as cursor:
-        cursor.execute(text, [args[i] for i in order])
-        return cursor.fetchone()
-
-
-# One encoder for every call: json.dumps with options builds a new one each time.
-_JSON = json.JSONEncoder(separators=(",", ":"))
-
-
-def _encode_payload(payload: Mapping[str, Any]) -> str:
-    # JSON text, not a dict: an application's own connection has no jsonb codec.
-    return _JSON.encode(payload)
-
-
-def _first(*values: Any) -> Any:
-    return next(v for v in values if v is not None)
+        self._sync.close()
+        self._database.stop_embedded()

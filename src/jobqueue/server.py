@@ -90,7 +90,7 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
         return 0  # stopped before the database could be reached
     pool = await jq.pool()
     try:
-        worker = Worker(pool, dsn, settings, jq.tasks) if roles.worker else None
+        worker = Worker(pool, dsn, settings, jq.tasks, clock=jq.clock) if roles.worker else None
         if worker is not None:
             await worker.start()
         http: HttpServer | None = None

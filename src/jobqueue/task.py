@@ -26,19 +26,21 @@ import importlib
 import inspect
 import sys
 import typing
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, Protocol, TypeVar
 
 import typing_extensions
 
+from jobqueue import fields
+from jobqueue.config import Settings
 from jobqueue.cron import Schedule
 from jobqueue.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
-    from jobqueue.app import AppConnection, JobQueue
+    from jobqueue.db.connections import AppConnection
     from jobqueue.job import Job
 
 M = TypeVar("M")
@@ -57,6 +59,69 @@ class PayloadError(ValueError):
         super().__init__(f"payload of {task_type!r} is invalid: {fields}")
 
 
+class Enqueuing(Protocol):
+    """What a Task stores its jobs through: its JobQueue. A protocol, so that tasks do
+    not import the JobQueue that imports them."""
+
+    @property
+    def enqueue(self) -> Callable[..., Awaitable[Job]]: ...
+    @property
+    def enqueue_sync(self) -> Callable[..., Job]: ...
+
+
+def task_decorator(
+    tasks: dict[str, Task[Any, Any]],
+    jobqueue: Enqueuing,
+    type: str,
+    *,
+    queue: str | None,
+    max_attempts: int | None,
+    priority: int | None,
+    timeout: float | None,
+    isolated: bool,
+    retry: RetryPolicy | None,
+    cron: str | None,
+    cron_timezone: str,
+) -> TaskDecorator:
+    """``JobQueue.task``: the options checked now, and a decorator that registers its
+    function in ``tasks`` as the handler of ``type``."""
+    type = fields.check_type(type)
+    fields.check_options(queue=queue, max_attempts=max_attempts, priority=priority)
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if retry is not None and not callable(retry):
+        raise ValueError(f"retry must be a callable (attempt) -> seconds, got {retry!r}")
+    schedule = None if cron is None else Schedule(type, cron, cron_timezone)
+
+    def register(fn: Callable[..., Any]) -> Task[Any, Any]:
+        if type in tasks:
+            raise ValueError(f"a handler for job type {type!r} is already registered")
+        task: Task[Any, Any] = Task(
+            type, fn, jobqueue, queue, max_attempts, priority, timeout, isolated, retry, schedule
+        )
+        if isolated and task.is_async:
+            raise ValueError("isolated=True is for sync handlers; async ones are cancelled")
+        tasks[type] = task
+        return task
+
+    return register
+
+
+def job_options(
+    task: Task[Any, Any] | None,
+    settings: Settings,
+    queue: str | None = None,
+    priority: int | None = None,
+    max_attempts: int | None = None,
+) -> tuple[str, int, int]:
+    """A job's queue, priority and max_attempts: its own, else its task's, else the defaults."""
+    return (
+        queue or (task and task.queue) or "default",
+        _first(priority, task and task.priority, 0),
+        _first(max_attempts, task and task.max_attempts, settings.max_attempts),
+    )
+
+
 class TaskDecorator(Protocol):
     """What ``JobQueue.task(...)`` returns: it turns a handler into a Task whose
     payload type is the handler's first parameter's."""
@@ -70,7 +135,7 @@ class Task(Generic[M, R]):
 
     type: str
     fn: Callable[..., R]
-    app: JobQueue = dataclasses.field(repr=False)
+    jobqueue: Enqueuing = dataclasses.field(repr=False)
     queue: str | None = None
     max_attempts: int | None = None
     priority: int | None = None
@@ -194,7 +259,7 @@ class Task(Generic[M, R]):
         the payload's fields as keywords (``send_email.enqueue(to="a@b.c")``). The
         options and ``conn`` are those of ``JobQueue.enqueue_sync``. Raises
         PayloadError."""
-        return self.app.enqueue_sync(
+        return self.jobqueue.enqueue_sync(
             self.type,
             self._payload(payload, fields),
             queue=queue,
@@ -225,7 +290,7 @@ class Task(Generic[M, R]):
         """Store a job of this task: its payload, or the payload's fields as keywords.
         The options and ``conn`` are those of ``JobQueue.enqueue``. Raises
         PayloadError."""
-        return await self.app.enqueue(
+        return await self.jobqueue.enqueue(
             self.type,
             self._payload(payload, fields),
             queue=queue,
@@ -288,3 +353,7 @@ def _for_pydantic(payload_type: type) -> Any:
         for key, hint in hints.items()
     }
     return typing_extensions.TypedDict(payload_type.__name__, fields)  # type: ignore[operator]
+
+
+def _first(*values: Any) -> Any:
+    return next(v for v in values if v is not None)

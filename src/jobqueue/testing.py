@@ -43,9 +43,9 @@ async def drain(jq: JobQueue, *, timeout: float = 30.0, concurrency: int = 1) ->
     settings = dataclasses.replace(
         jq.settings, worker_count=concurrency, poll_interval=DRAIN_POLL_SECONDS
     )
-    pool = await jq.pool()
-    started_at = await pool.fetchval(jq.queries.clock)
-    worker = Worker(pool, jq.dsn, settings, jq.tasks)
+    store = await jq.store()
+    started_at = await store.clock_now()
+    worker = Worker(store.pool, jq.dsn, settings, jq.tasks, clock=jq.clock)
     await worker.start()
     try:
         deadline = time.monotonic() + timeout
@@ -55,8 +55,7 @@ async def drain(jq: JobQueue, *, timeout: float = 30.0, concurrency: int = 1) ->
             await asyncio.sleep(0.02)
     finally:
         await worker.stop(asyncio.Event())
-    records = await pool.fetch(jq.queries.jobs_changed_since, started_at)
-    return [Job.from_record(r) for r in records]
+    return await store.jobs_changed_since(since=started_at)
 
 
 @contextlib.asynccontextmanager
@@ -95,8 +94,7 @@ async def inline(jq: JobQueue) -> AsyncIterator[JobQueue]:
 async def _busy(jq: JobQueue, worker: Worker) -> bool:
     if worker.executor.running:
         return True
-    found: bool = await (await jq.pool()).fetchval(jq.queries.jobs_due_or_running)
-    return found
+    return await (await jq.store()).jobs_due_or_running()
 
 
 async def assert_enqueued(

@@ -14,14 +14,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from jobqueue.db.listener import Listener
+from jobqueue.db.store import Store
 from jobqueue.job import FINAL_STATES, Job, JobNotFound
 from jobqueue.signals import Signal, Signals
-from jobqueue.worker.listener import Listener
-
-if TYPE_CHECKING:
-    from jobqueue.app import JobQueue
 
 FALLBACK_SECONDS = 5.0
 # How long a wait lets the listener connect before it relies on the fallback alone.
@@ -34,10 +31,10 @@ class WaiterSignals(Signals):
 
 
 class Waiter:
-    def __init__(self, jq: JobQueue, dsn: str) -> None:
-        self._jq = jq
+    def __init__(self, store: Store, dsn: str) -> None:
+        self._store = store
         self._wakers: dict[int, set[asyncio.Event]] = {}
-        self._listener = Listener(dsn, jq.queries.done_channel, self._announced, jq.queries.ping)
+        self._listener = Listener(dsn, store, store.done_channel, self._announced)
         self._task: asyncio.Task[None] | None = None
         self.signals = WaiterSignals()
 
@@ -55,7 +52,7 @@ class Waiter:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._listener.listening.wait(), LISTEN_SECONDS)
                 while True:
-                    job = await self._jq.get(job_id)
+                    job = await self._store.get_job(job_id=job_id)
                     if job is None:
                         raise JobNotFound(job_id)
                     if job.status in FINAL_STATES:

@@ -436,8 +436,7 @@ async def readyz(request: Request) -> Response:
     jq = jobqueue(request)
     listener = request.app.state.listener_health()
     try:
-        pool = await jq.pool()
-        await asyncio.wait_for(pool.fetchval(jq.queries.ping), READY_TIMEOUT_SECONDS)
+        await asyncio.wait_for(jq.ping(), READY_TIMEOUT_SECONDS)
     except UNAVAILABLE:
         body = Readiness(status="unavailable", database="unreachable", listener=listener)
         return JSONResponse(body.model_dump(), status_code=503)

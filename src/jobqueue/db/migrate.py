@@ -7,7 +7,8 @@ import zlib
 import asyncpg
 import structlog
 
-from jobqueue.db.sql import migrations, queries
+from jobqueue.db.sql import migrations
+from jobqueue.db.store import Store
 
 log = structlog.get_logger("jobqueue.migrate")
 
@@ -19,24 +20,25 @@ def lock_key(schema: str) -> int:
 
 async def migrate(conn: asyncpg.Connection, schema: str) -> list[int]:
     """Apply every migration not applied yet; return the versions applied now."""
-    q = queries(schema)
+    store = Store(conn, schema)
     key = lock_key(schema)
     # A session-level lock: it serialises concurrent starters across the
     # transactions below, and PostgreSQL drops it if this connection dies.
-    await conn.execute(q.advisory_lock, key)
+    await store.advisory_lock(key=key)
     try:
-        await conn.execute(q.schema_create)
-        await conn.execute(q.migrations_create)
-        done = {row["version"] for row in await conn.fetch(q.migrations_applied)}
+        await store.schema_create()
+        await store.migrations_create()
+        done = await store.migrations_applied()
         applied = []
         for migration in migrations(schema):
             if migration.version in done:
                 continue
             async with conn.transaction():
+                # A migration is a script of many statements, not a query of the store.
                 await conn.execute(migration.sql)
-                await conn.execute(q.migrations_record, migration.version, migration.name)
+                await store.migrations_record(version=migration.version, name=migration.name)
             log.info("migration applied", version=migration.version, name=migration.name)
             applied.append(migration.version)
         return applied
     finally:
-        await conn.execute(q.advisory_unlock, key)
+        await store.advisory_unlock(key=key)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from dataclasses import dataclass
 from importlib import resources
 
@@ -105,21 +104,6 @@ class Queries:
 
 
 QUERY_NAMES = tuple(f.name for f in dataclasses.fields(Queries) if f.name != "schema")
-
-
-_PARAM = re.compile(r"\$(\d+)")
-_COMMENT = re.compile(r"--[^\n]*")
-
-
-@functools.cache
-def for_psycopg(sql: str) -> tuple[str, tuple[int, ...]]:
-    """A query of ours for psycopg: ``$n`` placeholders become ``%s``, in the order they
-    appear, and the second value says which argument goes where (0-based)."""
-    # Comments first: psycopg would count the "$n" they mention as placeholders too.
-    # (Our queries keep "--" out of their string literals.)
-    sql = _COMMENT.sub("", sql)
-    order = tuple(int(n) - 1 for n in _PARAM.findall(sql))
-    return _PARAM.sub("%s", sql.replace("%", "%%")), order
 
 
 @functools.cache

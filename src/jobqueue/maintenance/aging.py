@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import time
 
-import asyncpg
 import structlog
 
-from jobqueue.db.sql import Queries
+from jobqueue.db.store import Store
 from jobqueue.maintenance.batches import in_batches
 
 log = structlog.get_logger("jobqueue.aging")
@@ -26,9 +25,8 @@ MAX_BATCHES = 50
 
 
 class Aging:
-    def __init__(self, pool: asyncpg.Pool, queries: Queries, *, step_seconds: float | None) -> None:
-        self._pool = pool
-        self._q = queries
+    def __init__(self, store: Store, *, step_seconds: float | None) -> None:
+        self._store = store
         self._step = step_seconds
         self._last_run: float | None = None
 
@@ -45,8 +43,11 @@ class Aging:
     async def run_once(self) -> int:
         if self._step is None:
             return 0
+        step = self._step
         aged = await in_batches(
-            self._pool, self._q.priority_age, self._step, size=BATCH, max_batches=MAX_BATCHES
+            lambda limit: self._store.priority_age(step_seconds=step, limit=limit),
+            size=BATCH,
+            max_batches=MAX_BATCHES,
         )
         if aged:
             log.info(f"Priority aging moved {aged} waiting jobs up one step", aged=aged)

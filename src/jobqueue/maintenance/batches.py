@@ -3,25 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-
-import asyncpg
+from collections.abc import Awaitable, Callable
 
 
 async def in_batches(
-    pool: asyncpg.Pool,
-    sql: str,
-    *args: object,
+    run: Callable[[int], Awaitable[int]],
+    *,
     size: int,
     max_batches: int,
     pause: float = 0.0,
 ) -> int:
-    """Run ``sql`` (an UPDATE or DELETE of at most ``size`` rows, its last parameter) until a
-    run touches fewer rows, or ``max_batches`` ran; ``pause`` seconds between runs. Returns
-    the rows touched."""
+    """Call ``run(size)`` (an UPDATE or DELETE of at most ``size`` rows that returns how
+    many it touched) until a call touches fewer, or ``max_batches`` ran; ``pause``
+    seconds between calls. Returns the rows touched."""
     total = 0
     for _ in range(max_batches):
-        status = await pool.execute(sql, *args, size)
-        n = int(status.split()[-1])  # "DELETE n", "UPDATE n"
+        n = await run(size)
         total += n
         if n < size:
             break

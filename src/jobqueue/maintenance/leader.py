@@ -1,7 +1,8 @@
 """Leader election by a renewed lease row, and the leader's periodic work.
 
-Every worker process runs a Maintenance. Each interval it claims or renews the
-leader row for three intervals; the process that holds it runs the rescuer. A
+Every worker process runs a Leader, which competes for the lead. Each interval it
+claims or renews the leader row for three intervals; the process that holds it runs
+the rescuer, the scheduler, priority aging and retention. A
 leader that dies or freezes stops renewing, and another process takes over within
 three intervals. Two processes that both believe they lead for a moment do no harm:
 rescuing and retention are idempotent (they touch only expired leases and old
@@ -15,12 +16,11 @@ import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import asyncpg
 import structlog
 
 from jobqueue.cron import Schedule
 from jobqueue.db.pool import log_failure
-from jobqueue.db.sql import Queries
+from jobqueue.db.store import Store
 from jobqueue.maintenance.aging import Aging
 from jobqueue.maintenance.rescuer import Rescuer
 from jobqueue.maintenance.retention import Retention
@@ -38,11 +38,10 @@ class LeaderSignals(Signals):
     ran: Signal[bool] = field(default_factory=Signal)  # a round ended: whether it led
 
 
-class Maintenance:
+class Leader:
     def __init__(
         self,
-        pool: asyncpg.Pool,
-        queries: Queries,
+        store: Store,
         worker_id: str,
         *,
         lease_seconds: float,
@@ -52,15 +51,14 @@ class Maintenance:
         priority_aging: float | None = None,
         schedules: Sequence[tuple[Schedule, tuple[str, int, int]]] = (),
     ) -> None:
-        self._pool = pool
-        self._q = queries
+        self._store = store
         self._id = worker_id
         self._interval = interval
-        self.rescuer = Rescuer(pool, queries, lease_seconds=lease_seconds)
-        self.aging = Aging(pool, queries, step_seconds=priority_aging)
-        self.scheduler = Scheduler(pool, queries, schedules)
+        self.rescuer = Rescuer(store, lease_seconds=lease_seconds)
+        self.aging = Aging(store, step_seconds=priority_aging)
+        self.scheduler = Scheduler(store, schedules)
         self.retention = Retention(
-            pool, queries, retain_completed=retain_completed, retain_failed=retain_failed
+            store, retain_completed=retain_completed, retain_failed=retain_failed
         )
         self.is_leader = False
         self.signals = LeaderSignals()
@@ -77,11 +75,11 @@ class Maintenance:
 
     async def run_once(self) -> None:
         try:
-            leading = await self._pool.fetchval(
-                self._q.leader_elect, ROLE, self._id, self._interval * TERM_INTERVALS
+            leading = await self._store.leader_elect(
+                role=ROLE, leader_id=self._id, term_seconds=self._interval * TERM_INTERVALS
             )
-            if bool(leading) != self.is_leader:
-                self.is_leader = bool(leading)
+            if leading != self.is_leader:
+                self.is_leader = leading
                 log.info(
                     "This process is now the maintenance leader"
                     if self.is_leader
@@ -98,5 +96,5 @@ class Maintenance:
 
     async def resign(self) -> None:
         """Hand the lead over at once on a clean stop, instead of after it expires."""
-        await self._pool.execute(self._q.leader_resign, ROLE, self._id)
+        await self._store.leader_resign(role=ROLE, leader_id=self._id)
         self.is_leader = False

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncpg
 import structlog
 
-from jobqueue.db.sql import Queries
+from jobqueue.db.store import Store
 
 log = structlog.get_logger("jobqueue.rescuer")
 
@@ -15,29 +14,28 @@ FORGET_AFTER_LEASES = 10
 
 
 class Rescuer:
-    def __init__(self, pool: asyncpg.Pool, queries: Queries, *, lease_seconds: float) -> None:
-        self._pool = pool
-        self._q = queries
+    def __init__(self, store: Store, *, lease_seconds: float) -> None:
+        self._store = store
         self._lease_seconds = lease_seconds
 
     async def run_once(self) -> int:
         """Rescue every expired job, in batches; return how many."""
         rescued = 0
         while True:
-            rows = await self._pool.fetch(self._q.rescue, BATCH)
-            for row in rows:
+            jobs = await self._store.rescue(limit=BATCH)
+            for job in jobs:
                 then = {
                     "pending": "pending again",
                     "failed": "failed: no attempt left",
                     "cancelled": "cancelled, as asked",
-                }[row["status"]]
+                }[job.status]
                 log.warning(
-                    f"Job {row['id']} rescued: worker lost (lease expired) on attempt "
-                    f"{row['attempts']}/{row['max_attempts']}; {then}",
-                    job_id=row["id"],
+                    f"Job {job.id} rescued: worker lost (lease expired) on attempt "
+                    f"{job.attempts}/{job.max_attempts}; {then}",
+                    job_id=job.id,
                 )
-            rescued += len(rows)
-            if len(rows) < BATCH:
+            rescued += len(jobs)
+            if len(jobs) < BATCH:
                 break
-        await self._pool.fetch(self._q.workers_prune, self._lease_seconds * FORGET_AFTER_LEASES)
+        await self._store.workers_prune(silent_seconds=self._lease_seconds * FORGET_AFTER_LEASES)
         return rescued

@@ -8,12 +8,12 @@ autovacuum (tuned for the jobs table, see migration 0005) keeps up with the dead
 
 from __future__ import annotations
 
+import functools
 import time
 
-import asyncpg
 import structlog
 
-from jobqueue.db.sql import Queries
+from jobqueue.db.store import Store
 from jobqueue.maintenance.batches import in_batches
 
 log = structlog.get_logger("jobqueue.retention")
@@ -30,14 +30,12 @@ EVERY_SECONDS = 60.0
 class Retention:
     def __init__(
         self,
-        pool: asyncpg.Pool,
-        queries: Queries,
+        store: Store,
         *,
         retain_completed: float | None,
         retain_failed: float | None,
     ) -> None:
-        self._pool = pool
-        self._q = queries
+        self._store = store
         self._rules = [
             (["completed", "cancelled"], retain_completed),
             (["failed"], retain_failed),
@@ -57,13 +55,22 @@ class Retention:
         for statuses, keep in self._rules:
             if keep is not None:
                 deleted += await in_batches(
-                    self._pool, self._q.retention_delete, statuses, keep,
-                    size=BATCH, max_batches=MAX_BATCHES, pause=PAUSE_SECONDS,
-                )  # fmt: skip
+                    functools.partial(self._delete, statuses=statuses, older_than_seconds=keep),
+                    size=BATCH,
+                    max_batches=MAX_BATCHES,
+                    pause=PAUSE_SECONDS,
+                )
         if deleted:
             log.info(f"Retention deleted {deleted} finished jobs", deleted=deleted)
         # Unique keys whose hold has ended.
         await in_batches(
-            self._pool, self._q.unique_keys_expire, size=BATCH, max_batches=MAX_BATCHES
+            lambda limit: self._store.unique_keys_expire(limit=limit),
+            size=BATCH,
+            max_batches=MAX_BATCHES,
         )
         return deleted
+
+    async def _delete(self, limit: int, *, statuses: list[str], older_than_seconds: float) -> int:
+        return await self._store.retention_delete(
+            statuses=statuses, older_than_seconds=older_than_seconds, limit=limit
+        )

@@ -14,11 +14,11 @@ import json
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-import asyncpg
 import structlog
 
 from jobqueue.cron import Schedule
-from jobqueue.db.sql import Queries
+from jobqueue.db.records import JobRow
+from jobqueue.db.store import Store
 
 log = structlog.get_logger("jobqueue.scheduler")
 
@@ -31,19 +31,18 @@ KEY_MARGIN_SECONDS = 3600.0
 class Scheduler:
     def __init__(
         self,
-        pool: asyncpg.Pool,
-        queries: Queries,
+        store: Store,
         schedules: Sequence[tuple[Schedule, tuple[str, int, int]]],
     ) -> None:
         """``schedules``: each with its jobs' queue, priority and max_attempts."""
-        self._pool = pool
-        self._q = queries
+        self._store = store
         self._schedules = list(schedules)
         self._done: dict[Schedule, datetime] = {}  # the last tick handled, per schedule
 
     async def run_once(self, now: datetime | None = None) -> int:
-        """Enqueue every tick due and not handled yet; return how many jobs were created."""
-        now = now or datetime.now(UTC)
+        """Enqueue every tick due and not handled yet; return how many jobs were created.
+        ``now``: the time to schedule for; default, the store's clock, else this host's."""
+        now = now or self._store.clock.now() or datetime.now(UTC)
         created = 0
         for schedule, (queue, priority, max_attempts) in self._schedules:
             tick = schedule.last_tick(now)
@@ -53,23 +52,22 @@ class Scheduler:
             if now - tick > timedelta(seconds=CATCH_UP_SECONDS):
                 continue  # missed while no leader ran: skipped, not replayed
             hold = (schedule.next_tick(tick) - tick).total_seconds() + KEY_MARGIN_SECONDS
-            record = await self._pool.fetchrow(
-                self._q.enqueue_unique,
-                schedule.type,
-                queue,
-                json.dumps({"tick": tick.isoformat()}),
-                priority,
-                max_attempts,
-                tick,
-                None,
-                schedule.key(tick),
-                hold,
+            row = JobRow(
+                type=schedule.type,
+                queue=queue,
+                priority=priority,
+                max_attempts=max_attempts,
+                run_at=tick,
+                delay_seconds=None,
+                payload=json.dumps({"tick": tick.isoformat()}),
             )
-            if record is not None:
+            job = await self._store.enqueue_unique(
+                row=row, unique_key=schedule.key(tick), hold_seconds=hold
+            )
+            if job is not None:
                 created += 1
                 log.info(
-                    f"Cron tick {tick.isoformat()} of {schedule.type} enqueued as job "
-                    f"{record['id']}",
-                    job_id=record["id"],
+                    f"Cron tick {tick.isoformat()} of {schedule.type} enqueued as job {job.id}",
+                    job_id=job.id,
                 )
         return created

@@ -9,26 +9,18 @@ still ``running`` in the database and is run again after its lease: never lost.
 from __future__ import annotations
 
 import asyncio
-import json
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 
-import asyncpg
 import structlog
 
 from jobqueue.db.pool import log_failure
-from jobqueue.db.sql import Queries
+from jobqueue.db.records import ClaimedJob, Failure
+from jobqueue.db.store import Store
+from jobqueue.job import JobStatus
 from jobqueue.signals import Signal, Signals
-from jobqueue.worker.claimed import ClaimedJob, fenced_out, held
 
 log = structlog.get_logger("jobqueue.completer")
-
-
-@dataclass(frozen=True, slots=True)
-class Failure:
-    job: ClaimedJob
-    error: str
-    traceback: str | None
-    delay: float | None  # None: no attempt left
 
 
 @dataclass
@@ -39,14 +31,12 @@ class CompleterSignals(Signals):
 class Completer:
     def __init__(
         self,
-        pool: asyncpg.Pool,
-        queries: Queries,
+        store: Store,
         worker_id: str,
         *,
         flush_interval: float = 0.002,
     ) -> None:
-        self._pool = pool
-        self._q = queries
+        self._store = store
         self._worker_id = worker_id
         self._flush_interval = flush_interval
         self._completed: list[ClaimedJob] = []
@@ -113,61 +103,39 @@ class Completer:
         count = len(completed) + len(failed) + len(released) + len(cancelled)
         self._completed, self._failed, self._released, self._cancelled = [], [], [], []
         try:
-            async with self._pool.acquire() as conn:
+            async with self._store.connection() as store:
+                worker_id = self._worker_id
                 if completed:
                     await self._write(
-                        conn,
-                        self._q.complete,
-                        completed,
                         "completion",
-                        [j.id for j in completed],
-                        held(completed),
-                        after=("completed", None, self._results_of(completed)),
+                        store.complete(
+                            jobs=completed,
+                            worker_id=worker_id,
+                            status=JobStatus.COMPLETED,
+                            results=self._results_of(completed),
+                        ),
                     )
                     if self._results:  # most handlers return nothing: no loop for them
                         for job in completed:
                             self._results.pop(job.id, None)
                     completed = []
                 if failed:
-                    jobs = [f.job for f in failed]
-                    await self._write(
-                        conn,
-                        self._q.fail,
-                        jobs,
-                        "failure",
-                        [j.id for j in jobs],
-                        json.dumps(
-                            {
-                                str(f.job.id): {
-                                    "attempt": f.job.attempt,
-                                    "error": f.error,
-                                    "traceback": f.traceback,
-                                    "delay": f.delay,
-                                }
-                                for f in failed
-                            }
-                        ),
-                    )
+                    await self._write("failure", store.fail(failures=failed, worker_id=worker_id))
                     failed = []
                 if released:
                     await self._write(
-                        conn,
-                        self._q.release,
-                        released,
-                        "hand-back",
-                        [j.id for j in released],
-                        held(released),
+                        "hand-back", store.release(jobs=released, worker_id=worker_id)
                     )
                     released = []
                 if cancelled:
                     await self._write(
-                        conn,
-                        self._q.complete,
-                        cancelled,
                         "cancellation",
-                        [j.id for j in cancelled],
-                        held(cancelled),
-                        after=("cancelled", "cancelled while running", None),
+                        store.complete(
+                            jobs=cancelled,
+                            worker_id=worker_id,
+                            status=JobStatus.CANCELLED,
+                            error="cancelled while running",
+                        ),
                     )
                     cancelled = []
             return count
@@ -184,18 +152,10 @@ class Completer:
         parts = [f'"{j.id}":{self._results[j.id]}' for j in jobs if j.id in self._results]
         return "{" + ",".join(parts) + "}" if parts else None
 
-    async def _write(
-        self,
-        conn: asyncpg.Connection,
-        sql: str,
-        jobs: list[ClaimedJob],
-        what: str,
-        *args: object,
-        after: tuple[object, ...] = (),
-    ) -> None:
-        """Run a fenced write: ``args``, then this worker's id, then ``after``."""
-        rows = await conn.fetch(sql, *args, self._worker_id, *after)
-        for job in fenced_out(jobs, rows):
+    @staticmethod
+    async def _write(what: str, write: Awaitable[list[ClaimedJob]]) -> None:
+        """Run a fenced write, and log the jobs its fence refused."""
+        for job in await write:
             log.warning(
                 f"Stale {what} of job {job.id} attempt {job.attempt} rejected: "
                 "the job is no longer held by this attempt",

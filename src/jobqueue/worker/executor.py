@@ -20,10 +20,10 @@ from typing import Any
 import structlog
 
 from jobqueue import logs, results
+from jobqueue.db.records import ClaimedJob
 from jobqueue.retry import Discard, RetryAt, RetryPolicy
 from jobqueue.signals import Signal, Signals
 from jobqueue.task import PayloadError, Task
-from jobqueue.worker.claimed import ClaimedJob
 from jobqueue.worker.completer import Completer
 from jobqueue.worker.isolation import IsolatedFailure, run_isolated
 from jobqueue.worker.progress import ProgressWriter

@@ -13,13 +13,12 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import asyncpg
 import structlog
 
 from jobqueue.db.pool import log_failure
-from jobqueue.db.sql import Queries
+from jobqueue.db.records import ClaimedJob
+from jobqueue.db.store import Store
 from jobqueue.signals import Signal, Signals
-from jobqueue.worker.claimed import ClaimedJob, fenced_out, held
 
 log = structlog.get_logger("jobqueue.heartbeat")
 
@@ -32,8 +31,7 @@ class HeartbeatSignals(Signals):
 class Heartbeat:
     def __init__(
         self,
-        pool: asyncpg.Pool,
-        queries: Queries,
+        store: Store,
         worker_id: str,
         running_jobs: Callable[[], list[ClaimedJob]],
         on_cancel: Callable[[int], None],
@@ -42,8 +40,7 @@ class Heartbeat:
         queues: tuple[str, ...],
         slots: int,
     ) -> None:
-        self._pool = pool
-        self._q = queries
+        self._store = store
         self._worker_id = worker_id
         self._running_jobs = running_jobs
         self._on_cancel = on_cancel  # a job asked to stop whose NOTIFY we may have missed
@@ -55,17 +52,16 @@ class Heartbeat:
         self.signals = HeartbeatSignals()
 
     async def register(self) -> None:
-        await self._pool.execute(
-            self._q.worker_register,
-            self._worker_id,
-            socket.gethostname(),
-            os.getpid(),
-            list(self._queues),
-            self._slots,
+        await self._store.worker_register(
+            worker_id=self._worker_id,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            queues=self._queues,
+            slots=self._slots,
         )
 
     async def unregister(self) -> None:
-        await self._pool.execute(self._q.worker_unregister, self._worker_id)
+        await self._store.worker_unregister(worker_id=self._worker_id)
 
     async def run(self) -> None:
         while True:
@@ -78,24 +74,19 @@ class Heartbeat:
     async def beat(self) -> int:
         """Renew this worker's row and its jobs' leases; return how many were renewed."""
         jobs = self._running_jobs()
-        async with self._pool.acquire() as conn:
-            await conn.execute(self._q.worker_heartbeat, self._worker_id)
+        async with self._store.connection() as store:
+            await store.worker_heartbeat(worker_id=self._worker_id)
             if not jobs:
                 return 0
-            renewed = await conn.fetch(
-                self._q.heartbeat,
-                [j.id for j in jobs],
-                held(jobs),
-                self._worker_id,
-                self._lease_seconds,
+            renewal = await store.heartbeat(
+                jobs=jobs, worker_id=self._worker_id, lease_seconds=self._lease_seconds
             )
-        for job in fenced_out(jobs, renewed):
+        for job in renewal.lost:
             log.warning(
                 f"Lease of job {job.id} attempt {job.attempt} not renewed: "
                 "the job was taken from this worker",
                 job_id=job.id,
             )
-        for row in renewed:
-            if row["cancel_requested"]:
-                self._on_cancel(row["id"])
-        return len(renewed)
+        for job_id in renewal.cancel_requested:
+            self._on_cancel(job_id)
+        return len(jobs) - len(renewal.lost)

@@ -18,9 +18,8 @@ import asyncpg
 import structlog
 
 from jobqueue.db.pool import log_failure
-from jobqueue.db.sql import Queries
+from jobqueue.db.store import Store
 from jobqueue.signals import Signal, Signals
-from jobqueue.worker.claimed import ClaimedJob
 from jobqueue.worker.executor import Executor
 
 log = structlog.get_logger("jobqueue.producer")
@@ -37,8 +36,7 @@ class ProducerSignals(Signals):
 class Producer:
     def __init__(
         self,
-        pool: asyncpg.Pool,
-        queries: Queries,
+        store: Store,
         executor: Executor,
         *,
         queues: Sequence[str],
@@ -48,8 +46,7 @@ class Producer:
         poll_interval: float,
         claim_batch: int = 500,
     ) -> None:
-        self._pool = pool
-        self._q = queries
+        self._store = store
         self._executor = executor
         self.queues = tuple(queues)
         self._limits = dict(limits or {})
@@ -59,6 +56,7 @@ class Producer:
         self._claim_batch = claim_batch
         self._wake = asyncio.Event()
         self._conn: asyncpg.Connection | None = None
+        self._claims: Store | None = None  # the store on that connection
         self._stopping = False
         self._turn = 0
         self.claims = 0  # statements run, for the stop log line
@@ -106,18 +104,19 @@ class Producer:
         finally:
             await self._drop_connection()
 
-    async def _connection(self) -> asyncpg.Connection:
+    async def _claim_store(self) -> Store:
         """The producer keeps one pooled connection: taking it from the pool for every
         claim costs a few turns of the event loop on the path to an idle job's start."""
-        if self._conn is None or self._conn.is_closed():
-            self._conn = await self._pool.acquire()
-        return self._conn
+        if self._claims is None or self._conn is None or self._conn.is_closed():
+            self._conn = await self._store.pool.acquire()
+            self._claims = self._store.on(self._conn)
+        return self._claims
 
     async def _drop_connection(self) -> None:
-        conn, self._conn = self._conn, None
+        conn, self._conn, self._claims = self._conn, None, None
         if conn is not None:
             with contextlib.suppress(Exception):
-                await self._pool.release(conn)  # a broken one is closed, not reused
+                await self._store.pool.release(conn)  # a broken one is closed, not reused
 
     async def _sleep(self) -> None:
         """Until woken, or the poll interval passes. A timer that sets the event, not
@@ -141,14 +140,17 @@ class Producer:
             wanted = free if limit is None else min(free, limit - self._executor.running_in(queue))
             if wanted <= 0:
                 continue  # at its limit: a finishing job of this queue wakes us
-            conn = await self._connection()
-            rows = await conn.fetch(
-                self._q.claim, queue, wanted, self._worker_id, self._lease_seconds
+            store = await self._claim_store()
+            jobs = await store.claim(
+                queue=queue,
+                limit=wanted,
+                worker_id=self._worker_id,
+                lease_seconds=self._lease_seconds,
             )
             self.claims += 1
-            self.claimed += len(rows)
-            for row in rows:
-                self._executor.start(ClaimedJob.from_record(row))
-            more = more or len(rows) == wanted
-            free -= len(rows)
+            self.claimed += len(jobs)
+            for job in jobs:
+                self._executor.start(job)
+            more = more or len(jobs) == wanted
+            free -= len(jobs)
         return more

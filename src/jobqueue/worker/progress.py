@@ -10,18 +10,15 @@ just before an attempt completes or fails is written before its outcome.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from dataclasses import dataclass, field
-from typing import Any
 
-import asyncpg
 import structlog
 
 from jobqueue.db.pool import log_failure
-from jobqueue.db.sql import Queries
+from jobqueue.db.records import ClaimedJob, ProgressReport
+from jobqueue.db.store import Store
 from jobqueue.signals import Signal, Signals
-from jobqueue.worker.claimed import ClaimedJob
 
 log = structlog.get_logger("jobqueue.progress")
 
@@ -34,16 +31,13 @@ class ProgressSignals(Signals):
 
 
 class ProgressWriter:
-    def __init__(
-        self, pool: asyncpg.Pool, queries: Queries, worker_id: str, interval: float
-    ) -> None:
-        self._pool = pool
-        self._q = queries
+    def __init__(self, store: Store, worker_id: str, interval: float) -> None:
+        self._store = store
         self._worker_id = worker_id
         self._interval = interval
         # Reports come from handler threads too: the lock guards the latest ones.
         self._lock = threading.Lock()
-        self._latest: dict[int, tuple[ClaimedJob, float | None, str | None]] = {}
+        self._latest: dict[int, ProgressReport] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reported = asyncio.Event()
         self.signals = ProgressSignals()
@@ -57,7 +51,9 @@ class ProgressWriter:
         if message is not None:
             message = str(message)[:MAX_MESSAGE_CHARS]
         with self._lock:
-            self._latest[job.id] = (job, None if fraction is None else float(fraction), message)
+            self._latest[job.id] = ProgressReport(
+                job, None if fraction is None else float(fraction), message
+            )
         if self._loop is None:
             return
         try:
@@ -96,9 +92,5 @@ class ProgressWriter:
             latest, self._latest = self._latest, {}
         if not latest:
             return
-        reports: dict[str, Any] = {
-            str(job_id): {"attempt": job.attempt, "fraction": fraction, "message": message}
-            for job_id, (job, fraction, message) in latest.items()
-        }
-        await self._pool.fetch(self._q.progress, list(latest), json.dumps(reports), self._worker_id)
-        self.signals.written.fire(len(reports))
+        await self._store.progress(reports=list(latest.values()), worker_id=self._worker_id)
+        self.signals.written.fire(len(latest))

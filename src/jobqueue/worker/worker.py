@@ -1,5 +1,5 @@
-"""A worker process's job machinery: producer, executor, completer and listener, started
-and stopped together.
+"""A worker process's job machinery: producer, executor, completer, listener, heartbeat
+and the leader's services, started and stopped together.
 
 Shutdown: stop claiming; let running jobs finish within the grace period; cancel
 what is left and hand it back without counting the attempt; write every outcome.
@@ -19,17 +19,16 @@ import asyncpg
 import structlog
 
 from jobqueue import config
-from jobqueue.app import job_options
 from jobqueue.config import Settings
 from jobqueue.cron import Schedule, parse_entries
-from jobqueue.db.sql import queries
-from jobqueue.maintenance import Maintenance
+from jobqueue.db.listener import Listener
+from jobqueue.db.store import Clock, Store
+from jobqueue.maintenance import Leader
 from jobqueue.retry import ExponentialBackoff
-from jobqueue.task import Task
+from jobqueue.task import Task, job_options
 from jobqueue.worker.completer import Completer
 from jobqueue.worker.executor import Executor
 from jobqueue.worker.heartbeat import Heartbeat
-from jobqueue.worker.listener import Listener
 from jobqueue.worker.producer import Producer
 from jobqueue.worker.progress import ProgressWriter
 
@@ -64,17 +63,20 @@ class Worker:
         dsn: str,
         settings: Settings,
         tasks: Mapping[str, Task[Any, Any]],
+        *,
+        clock: Clock | None = None,
     ) -> None:
+        """``clock``: the time its queries take as now (a test's; default the database's)."""
         for task in tasks.values():
             task.prepare()
-        q = queries(settings.schema)
+        store = Store(pool, settings.schema, clock)
         self.id = new_worker_id()
         limits = config.queue_limits(settings.queues)
         queue_names = tuple(
             dict.fromkeys([*limits, *sorted({t.queue for t in tasks.values() if t.queue})])
         )
-        self.completer = Completer(pool, q, self.id)
-        self.progress = ProgressWriter(pool, q, self.id, settings.progress_interval)
+        self.completer = Completer(store, self.id)
+        self.progress = ProgressWriter(store, self.id, settings.progress_interval)
         self.executor = Executor(
             tasks,
             settings.worker_count,
@@ -87,8 +89,7 @@ class Worker:
             progress=self.progress,
         )
         self.producer = Producer(
-            pool,
-            q,
+            store,
             self.executor,
             queues=queue_names,
             limits={q: n for q, n in limits.items() if n is not None},
@@ -98,15 +99,14 @@ class Worker:
         )
         self.listener = Listener(
             dsn,
-            q.channel,
+            store,
+            store.channel,
             self.producer.wake,
-            q.ping,
-            cancel_channel=q.cancel_channel,
+            cancel_channel=store.cancel_channel,
             on_cancel=self.executor.cancel,
         )
         self.heartbeat = Heartbeat(
-            pool,
-            q,
+            store,
             self.id,
             self.executor.running_jobs,
             self.executor.cancel,
@@ -114,9 +114,8 @@ class Worker:
             queues=queue_names,
             slots=settings.worker_count,
         )
-        self.maintenance = Maintenance(
-            pool,
-            q,
+        self.leader = Leader(
+            store,
             self.id,
             lease_seconds=settings.lease_seconds,
             interval=settings.rescue_interval,
@@ -133,7 +132,7 @@ class Worker:
         """Arm every service's test signals (see jobqueue.signals)."""
         for service in (
             self.producer, self.executor, self.completer, self.progress, self.heartbeat,
-            self.maintenance,
+            self.leader,
         ):  # fmt: skip
             service.signals.arm()
 
@@ -144,7 +143,7 @@ class Worker:
             asyncio.create_task(self.progress.run(), name="progress"),
             asyncio.create_task(self.listener.run(), name="listener"),
             asyncio.create_task(self.heartbeat.run(), name="heartbeat"),
-            asyncio.create_task(self.maintenance.run(), name="maintenance"),
+            asyncio.create_task(self.leader.run(), name="leader"),
             asyncio.create_task(self.producer.run(), name="producer"),
         ]
         log.info(

@@ -4,6 +4,7 @@
 -- learns of it by NOTIFY on the cancel channel (payload: the job id), or at its next
 -- heartbeat if it missed that, and ends the job cancelled. A running job already
 -- asked is not picked again, so that the caller's loop ends.
+-- $5 is "now": NULL for the database's clock, a time for a test's (db/store.py).
 WITH picked AS (
     SELECT id
     FROM {schema}.jobs
@@ -18,9 +19,9 @@ WITH picked AS (
 ), cancelled AS (
     UPDATE {schema}.jobs AS j
     SET status = CASE WHEN j.status = 'pending' THEN 'cancelled' ELSE j.status END,
-        finished_at = CASE WHEN j.status = 'pending' THEN now() END,
-        cancel_requested_at = now(),
-        updated_at = now()
+        finished_at = CASE WHEN j.status = 'pending' THEN COALESCE($5::timestamptz, now()) END,
+        cancel_requested_at = COALESCE($5::timestamptz, now()),
+        updated_at = COALESCE($5::timestamptz, now())
     WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
     RETURNING j.id, j.status
 )

@@ -10,6 +10,7 @@
 -- planner estimates "worker_id = $3" at one row, scans the whole table and loops over
 -- the array for every row; seen at 8 s for 1,500 jobs. Here the only plan is a
 -- primary-key lookup per id, and the attempt is looked up in the JSON object.
+-- $7 is "now": NULL for the database's clock, a time for a test's (db/store.py).
 WITH done AS (
     UPDATE {schema}.jobs AS j
     SET status = $4,
@@ -17,8 +18,8 @@ WITH done AS (
         result = $6::jsonb -> j.id::text,
         worker_id = NULL,
         lease_expires_at = NULL,
-        finished_at = now(),
-        updated_at = now()
+        finished_at = COALESCE($7::timestamptz, now()),
+        updated_at = COALESCE($7::timestamptz, now())
     WHERE j.id = ANY($1::bigint[])
       AND j.worker_id = $3
       AND j.attempts = ($2::jsonb ->> j.id::text)::integer

@@ -5,6 +5,7 @@
 -- The job's id is drawn first so that the key row can name it; a key that is taken
 -- wastes that id, nothing else. Concurrent enqueues with one key queue on its row,
 -- and each re-reads held_until after the one before it committed.
+-- $10 is "now": NULL for the database's clock, a time for a test's (db/store.py).
 WITH new_job AS (
     SELECT nextval(pg_get_serial_sequence('{schema}.jobs', 'id')) AS id
 ), key AS (
@@ -13,13 +14,13 @@ WITH new_job AS (
     ON CONFLICT (key) DO UPDATE
         SET job_id = excluded.job_id, hold_seconds = excluded.hold_seconds,
             held_until = 'infinity'
-        WHERE k.held_until <= now()
+        WHERE k.held_until <= COALESCE($10::timestamptz, now())
     RETURNING job_id
 )
 INSERT INTO {schema}.jobs
     (id, type, queue, payload, priority, max_attempts, run_at, unique_key)
 OVERRIDING SYSTEM VALUE
 SELECT key.job_id, $1, $2, $3::jsonb, $4, $5,
-       COALESCE($6, now() + make_interval(secs => COALESCE($7::float8, 0))), $8
+       COALESCE($6, COALESCE($10::timestamptz, now()) + make_interval(secs => COALESCE($7::float8, 0))), $8
 FROM key
 RETURNING *

@@ -5,21 +5,22 @@
 -- pending again once the delay has passed; a job asked to stop meanwhile ends
 -- cancelled instead, never retried. Fenced like complete.sql, and for the
 -- same reason without a join; only accepted writes reach the history.
+-- $4 is "now": NULL for the database's clock, a time for a test's (db/store.py).
 WITH failed AS (
     UPDATE {schema}.jobs AS j
     SET (status, run_at, last_error, finished_at) = (
             SELECT CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
                         WHEN f.delay IS NULL THEN 'failed' ELSE 'pending' END,
                    CASE WHEN f.delay IS NULL OR j.cancel_requested_at IS NOT NULL
-                        THEN j.run_at ELSE now() + make_interval(secs => f.delay) END,
+                        THEN j.run_at ELSE COALESCE($4::timestamptz, now()) + make_interval(secs => f.delay) END,
                    f.error,
                    CASE WHEN f.delay IS NULL OR j.cancel_requested_at IS NOT NULL
-                        THEN now() END
+                        THEN COALESCE($4::timestamptz, now()) END
             FROM jsonb_to_record($2::jsonb -> j.id::text) AS f(error text, delay float8)
         ),
         worker_id = NULL,
         lease_expires_at = NULL,
-        updated_at = now()
+        updated_at = COALESCE($4::timestamptz, now())
     WHERE j.id = ANY($1::bigint[])
       AND j.worker_id = $3
       AND j.attempts = ($2::jsonb -> j.id::text ->> 'attempt')::integer

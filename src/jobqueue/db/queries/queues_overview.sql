@@ -5,6 +5,7 @@
 -- The wait is found with the claim index (queue, priority, run_at): for each
 -- distinct pending priority, in turn, the earliest due run_at is the first index
 -- entry. The cost grows with the number of priorities in use, not of jobs.
+-- $2 is "now": NULL for the database's clock, a time for a test's (db/store.py).
 WITH counts AS (
     SELECT queue, status, sum(n)::bigint AS n
     FROM {schema}.queue_counts
@@ -23,7 +24,7 @@ SELECT names.name,
        COALESCE(sum(c.n) FILTER (WHERE c.status = 'cancelled'), 0)::bigint AS cancelled,
        q.paused_at IS NOT NULL AS paused,
        q.paused_at,
-       (SELECT extract(epoch FROM now() - min(w.oldest))::float8
+       (SELECT extract(epoch FROM COALESCE($2::timestamptz, now()) - min(w.oldest))::float8
         FROM (
             WITH RECURSIVE priorities (p) AS (
                 (SELECT priority FROM {schema}.jobs
@@ -38,7 +39,7 @@ SELECT names.name,
             )
             SELECT (SELECT run_at FROM {schema}.jobs
                     WHERE status = 'pending' AND queue = names.name
-                      AND priority = priorities.p AND run_at <= now()
+                      AND priority = priorities.p AND run_at <= COALESCE($2::timestamptz, now())
                     ORDER BY run_at LIMIT 1) AS oldest
             FROM priorities WHERE priorities.p IS NOT NULL
         ) AS w) AS oldest_pending_seconds

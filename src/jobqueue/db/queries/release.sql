@@ -2,16 +2,17 @@
 -- interrupted attempt is not counted (a job asked to stop ends cancelled instead).
 -- $1: the job ids; $2: {"<id>": attempt, ...}. Fenced like complete.sql. The NOTIFY wakes the other workers so that they take
 -- the jobs over at once.
+-- $4 is "now": NULL for the database's clock, a time for a test's (db/store.py).
 WITH released AS (
     UPDATE {schema}.jobs AS j
     SET status = CASE WHEN j.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
         attempts = j.attempts - 1,
-        run_at = now(),
-        finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN now() END,
+        run_at = COALESCE($4::timestamptz, now()),
+        finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN COALESCE($4::timestamptz, now()) END,
         worker_id = NULL,
         lease_expires_at = NULL,
         started_at = NULL,
-        updated_at = now()
+        updated_at = COALESCE($4::timestamptz, now())
     WHERE j.id = ANY($1::bigint[])
       AND j.worker_id = $3
       AND j.attempts = ($2::jsonb ->> j.id::text)::integer

@@ -6,6 +6,7 @@
 -- $6 the states to retry, among failed and cancelled. Returns the ids retried.
 -- The NOTIFY wakes the workers; PostgreSQL delivers one per queue, however many
 -- rows ask for it.
+-- $8 is "now": NULL for the database's clock, a time for a test's (db/store.py).
 WITH picked AS (
     SELECT id
     FROM {schema}.jobs
@@ -23,11 +24,11 @@ WITH picked AS (
     UPDATE {schema}.jobs
     SET status = 'pending',
         attempts = 0,
-        run_at = now(),
+        run_at = COALESCE($8::timestamptz, now()),
         last_error = NULL,
         started_at = NULL,
         finished_at = NULL,
-        updated_at = now()
+        updated_at = COALESCE($8::timestamptz, now())
     WHERE id = ANY(ARRAY(SELECT id FROM picked))
     RETURNING id, queue
 )

@@ -1,5 +1,6 @@
-"""LISTEN for new jobs on a dedicated connection, and reconnect when it is lost.
+"""LISTEN on a dedicated connection, and reconnect when it is lost.
 
+Workers listen for new jobs and cancel requests, ``jq.wait`` for jobs that ended.
 While the listener is down the producer's fallback poll still finds every job;
 ``healthy`` says which of the two is in charge, for /readyz and the logs.
 """
@@ -14,6 +15,7 @@ import asyncpg
 import structlog
 
 from jobqueue.db.pool import connect, error_text
+from jobqueue.db.store import Store
 
 log = structlog.get_logger("jobqueue.listener")
 
@@ -32,9 +34,9 @@ class Listener:
     def __init__(
         self,
         dsn: str,
+        store: Store,
         channel: str,
         on_queue: Callable[[str | None], None],
-        ping: str,
         *,
         cancel_channel: str | None = None,
         on_cancel: Callable[[int], None] | None = None,
@@ -43,7 +45,7 @@ class Listener:
         self._channel = channel
         self._cancel_channel = cancel_channel
         self._on_cancel = on_cancel  # called with the id of a job asked to stop
-        self._ping = ping  # a trivial query (queries.ping)
+        self._store = store  # for its schema and its ping, run on the LISTEN connection
         self._on_queue = on_queue  # called with the queue named, or None: "check all"
         self.listening = asyncio.Event()  # set while LISTEN is in place
 
@@ -67,7 +69,7 @@ class Listener:
                 self.listening.set()
                 backoff = 0.1
                 self._on_queue(None)  # a job may have arrived while we were away
-                error = await self._watch(conn, lost, self._ping)
+                error = await self._watch(self._store.on(conn), lost)
                 log.warning("listener connection lost; polling until it is back", error=error)
             except asyncio.CancelledError:
                 raise
@@ -81,14 +83,14 @@ class Listener:
             backoff = min(backoff * 2, 5.0)
 
     @staticmethod
-    async def _watch(conn: asyncpg.Connection, lost: asyncio.Event, ping: str) -> str:
+    async def _watch(conn: Store, lost: asyncio.Event) -> str:
         """Return when the connection is lost or stops answering; says which."""
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(lost.wait(), PING_INTERVAL)
                 return "connection closed"
             try:
-                await conn.execute(ping)  # bounded by the connection's command timeout
+                await conn.ping()  # bounded by the connection's command timeout
             except Exception as exc:
                 return f"no answer to a ping: {error_text(exc)}"
 

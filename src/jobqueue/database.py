@@ -1,0 +1,118 @@
+"""The queue's database as one JobQueue holds it: where it is, and what is open on it.
+
+The DSN is resolved once, starting (or joining) the embedded server when none is
+configured; the JobQueue that started it stops it. An asyncpg pool belongs to the
+event loop that opened it, so each loop gets its own pool, with the store, the
+Enqueuer and the Waiter that run on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass
+
+import asyncpg
+
+from jobqueue.config import Settings
+from jobqueue.db.embedded import EmbeddedPostgres
+from jobqueue.db.migrate import migrate
+from jobqueue.db.pool import connect, create_pool, resolve_dsn
+from jobqueue.db.store import Clock, Store
+from jobqueue.enqueuer import Enqueuer
+from jobqueue.waiter import Waiter
+
+# Connections per process. Handlers never use them: a worker needs four at once
+# (producer, completer, heartbeat, leader), whatever its WORKER_COUNT, and the rest
+# serve concurrent HTTP requests; more would mostly queue inside PostgreSQL.
+POOL_SIZE = 16
+
+
+@dataclass
+class LoopResources:
+    pool: asyncpg.Pool
+    store: Store
+    enqueuer: Enqueuer
+    waiter: Waiter | None = None  # its LISTEN connection opens with the first wait
+
+
+class Database:
+    def __init__(self, settings: Settings, clock: Clock) -> None:
+        self._settings = settings
+        self._clock = clock
+        self._dsn: str | None = None
+        self._embedded: EmbeddedPostgres | None = None
+        self._loops: dict[asyncio.AbstractEventLoop, LoopResources] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def dsn(self) -> str:
+        """The database's DSN; resolving it may start the embedded server."""
+        with self._lock:
+            if self._dsn is None:
+                self._dsn, self._embedded = resolve_dsn(self._settings)
+            return self._dsn
+
+    def use_dsn(self, dsn: str) -> None:
+        """Use a DSN resolved elsewhere (the server process resolves it once)."""
+        self._dsn = dsn
+
+    async def resolved_dsn(self) -> str:
+        # Starting the embedded server blocks for up to a second: not on the event loop.
+        return self._dsn if self._dsn is not None else await asyncio.to_thread(lambda: self.dsn)
+
+    async def resources(self) -> LoopResources:
+        """This event loop's pool and what runs on it, opened on first use."""
+        loop = asyncio.get_running_loop()
+        found = self._loops.get(loop)
+        if found is None:
+            pool = await create_pool(
+                await self.resolved_dsn(),
+                max_size=POOL_SIZE,
+                statement_timeout=self._settings.statement_timeout,
+            )
+            store = Store(pool, self._settings.schema, self._clock)
+            found = self._loops[loop] = LoopResources(pool, store, Enqueuer(store))
+        return found
+
+    async def waiter(self) -> Waiter:
+        resources = await self.resources()
+        if resources.waiter is None:
+            resources.waiter = Waiter(resources.store, await self.resolved_dsn())
+        return resources.waiter
+
+    async def migrate(self) -> list[int]:
+        # A connection of its own: a migration may outlast the pool's statement timeout.
+        conn = await connect(await self.resolved_dsn())
+        try:
+            return await migrate(conn, self._settings.schema)
+        finally:
+            await conn.close()
+
+    async def close_loop(self, *, terminate: bool = False) -> None:
+        """Close this event loop's pool; the next use opens a new one."""
+        found = self._loops.pop(asyncio.get_running_loop(), None)
+        if found is None:
+            return
+        if found.waiter is not None:
+            await found.waiter.close()
+        if terminate:
+            found.pool.terminate()
+        else:
+            await found.pool.close()
+
+    @property
+    def open_loops(self) -> int:
+        return len(self._loops)
+
+    def stop_embedded(self) -> None:
+        """Stop the embedded server if this process started it; forget its address too,
+        so that a later use starts (or joins) a server again."""
+        with self._lock:
+            embedded, self._embedded, self._dsn = self._embedded, None, None
+        if embedded is not None:
+            embedded.stop()
+
+    @property
+    def owns_embedded(self) -> bool:
+        return self._embedded is not None

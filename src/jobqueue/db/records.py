@@ -1,0 +1,110 @@
+"""The typed records the store takes and returns, besides the public ones of jobqueue.job."""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from jobqueue.context import JobContext
+
+
+@dataclass(frozen=True, slots=True)
+class JobOptions:
+    """A new job's columns but its payload: checked, with its task's defaults filled in."""
+
+    type: str
+    queue: str
+    priority: int
+    max_attempts: int
+    run_at: datetime | None  # None: now, plus delay_seconds
+    delay_seconds: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class JobRow(JobOptions):
+    """A new job's row: its options and its payload as JSON text (an application's own
+    connection has no jsonb codec, so the text is what every connection kind takes)."""
+
+    payload: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    """A job as a worker holds it: what the claim returned."""
+
+    id: int
+    type: str
+    queue: str
+    payload: Any
+    attempt: int
+    max_attempts: int
+    priority: int
+
+    @classmethod
+    def from_record(cls, r: Any) -> ClaimedJob:
+        # Positional access: claim.sql returns id, type, queue, payload, attempts,
+        # max_attempts, priority, in that order.
+        payload = r[3]
+        return cls(
+            r[0], r[1], r[2], {} if payload == "{}" else json.loads(payload), r[4], r[5], r[6]
+        )
+
+    def context(
+        self,
+        cancel: threading.Event | None = None,
+        report: Callable[[ClaimedJob, float | None, str | None], None] | None = None,
+    ) -> JobContext:
+        """The handler's view of this job; ``report`` receives its progress reports."""
+        on_progress = None if report is None else functools.partial(report, self)
+        return JobContext(
+            self.id, self.type, self.queue, self.attempt, self.max_attempts, cancel, on_progress
+        )
+
+    @property
+    def attempts_left(self) -> bool:
+        return self.attempt < self.max_attempts
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A failed attempt, to be written: retried after ``delay`` seconds, or the last."""
+
+    job: ClaimedJob
+    error: str
+    traceback: str | None
+    delay: float | None  # None: no attempt left
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressReport:
+    job: ClaimedJob
+    fraction: float | None
+    message: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Renewal:
+    """What a heartbeat found: leases it could not renew (the jobs were taken from this
+    worker), and jobs asked to stop (their NOTIFY may have been missed)."""
+
+    lost: list[ClaimedJob]
+    cancel_requested: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class Rescued:
+    id: int
+    status: str  # pending again, failed (no attempt left) or cancelled (as asked)
+    attempts: int
+    max_attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class Cancelled:
+    id: int
+    status: str  # cancelled at once (it was pending), or still running, asked to stop

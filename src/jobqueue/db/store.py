@@ -1,0 +1,440 @@
+"""The store: every query of jobqueue as one typed method with keyword arguments.
+
+Nothing else runs a query. Each method binds its arguments to its .sql file's
+``$n`` placeholders in one place, so a caller never counts positions, and returns
+typed records (jobqueue.job, jobqueue.db.records), never a driver's row. A test
+checks that every .sql file has exactly one method here, and that nothing outside
+this module runs SQL of its own.
+
+A store runs on an Executor: an asyncpg pool or connection, or one of the
+application's connections adapted by jobqueue.db.connections. ``store.on(conn)``
+gives the same store on another connection; ``store.transaction()`` one on a pooled
+connection inside a transaction.
+
+Time: every query that reads the clock takes ``now`` from the store's Clock, as
+River's queries take ``sqlc.narg('now')``. Unset, which is what production wants,
+the query uses the database's ``now()``, one clock that every process agrees on. A
+test sets the clock to make a lease expire or a retention period pass without
+sleeping. Triggers and column defaults keep the database's time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+import asyncpg
+
+from jobqueue.db.records import (
+    Cancelled,
+    ClaimedJob,
+    Failure,
+    JobOptions,
+    JobRow,
+    ProgressReport,
+    Renewal,
+    Rescued,
+)
+from jobqueue.db.sql import Queries, queries
+from jobqueue.job import Attempt, Job, JobStatus, QueueInfo, WorkerInfo
+
+
+class Executor(Protocol):
+    """What the store runs its queries on: asyncpg's Pool and Connection have it."""
+
+    async def fetch(self, query: str, *args: Any) -> list[Any]: ...
+    async def fetchrow(self, query: str, *args: Any) -> Any: ...
+    async def fetchval(self, query: str, *args: Any) -> Any: ...
+    async def execute(self, query: str, *args: Any) -> str: ...
+
+
+class Clock:
+    """The time the store's queries take as "now": the database's own unless set."""
+
+    def __init__(self) -> None:
+        self._at: datetime | None = None
+
+    def now(self) -> datetime | None:
+        """The time set, or None: the database's ``now()``."""
+        return self._at
+
+    def set(self, at: datetime) -> None:
+        if at.tzinfo is None:
+            raise ValueError("the clock takes an aware datetime")
+        self._at = at
+
+    def advance(self, seconds: float) -> None:
+        if self._at is None:
+            raise RuntimeError("set the clock before advancing it")
+        self._at += timedelta(seconds=seconds)
+
+    def reset(self) -> None:
+        self._at = None
+
+
+class Store:
+    def __init__(self, db: Executor, schema: str, clock: Clock | None = None) -> None:
+        self.db = db
+        self.schema = schema
+        self.clock = clock or Clock()
+        self._q: Queries = queries(schema)
+
+    def on(self, db: Executor) -> Store:
+        """This store (schema and clock) on another connection."""
+        return Store(db, self.schema, self.clock)
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[Store]:
+        """This store on one connection of its pool, for several queries in a row."""
+        async with self.pool.acquire() as conn:
+            yield self.on(conn)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Store]:
+        """This store on one pooled connection, inside a transaction."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            yield self.on(conn)
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        """The pool this store runs on (TypeError if it runs on one connection)."""
+        if not isinstance(self.db, asyncpg.Pool):
+            raise TypeError("this store runs on one connection, not on a pool")
+        return self.db
+
+    @property
+    def channel(self) -> str:
+        """The NOTIFY channel of new jobs; its payload names their queue."""
+        return self._q.channel
+
+    @property
+    def cancel_channel(self) -> str:
+        """The NOTIFY channel of running jobs asked to stop; its payload is the id."""
+        return self._q.cancel_channel
+
+    @property
+    def done_channel(self) -> str:
+        """The NOTIFY channel of jobs that ended; its payload is their ids."""
+        return self._q.done_channel
+
+    # -- enqueueing --------------------------------------------------------------
+
+    async def enqueue(self, *, row: JobRow) -> Job:
+        record = await self.db.fetchrow(self._q.enqueue, *_values(row), self.clock.now())
+        return Job.from_record(record)
+
+    async def enqueue_rows(self, *, rows: Sequence[JobRow]) -> list[Job]:
+        """Many rows in one statement, in order."""
+        now = self.clock.now()
+        columns = [
+            [r.type for r in rows],
+            [r.queue for r in rows],
+            [r.payload for r in rows],
+            [r.priority for r in rows],
+            [r.max_attempts for r in rows],
+            [r.run_at for r in rows],
+            [r.delay_seconds for r in rows],
+        ]
+        return [
+            Job.from_record(r) for r in await self.db.fetch(self._q.enqueue_rows, *columns, now)
+        ]
+
+    async def enqueue_payloads(self, *, options: JobOptions, payloads: Sequence[str]) -> list[int]:
+        """One job per payload (JSON text), all with the same options; their ids in order."""
+        o = options
+        records = await self.db.fetch(
+            self._q.enqueue_payloads,
+            o.type, o.queue, list(payloads), o.priority, o.max_attempts, o.run_at,
+            o.delay_seconds, self.clock.now(),
+        )  # fmt: skip
+        return [r[0] for r in records]
+
+    async def enqueue_unique(
+        self, *, row: JobRow, unique_key: str, hold_seconds: float | None
+    ) -> Job | None:
+        """The job, stored if ``unique_key`` is free (None: it is held)."""
+        record = await self.db.fetchrow(
+            self._q.enqueue_unique, *_values(row), unique_key, hold_seconds, self.clock.now()
+        )
+        return None if record is None else Job.from_record(record)
+
+    async def unique_holder(self, *, unique_key: str) -> Job | None:
+        record = await self.db.fetchrow(self._q.unique_holder, unique_key)
+        return None if record is None else Job.from_record(record)
+
+    # -- a worker's claims and fenced writes ----------------------------------------
+
+    async def claim(
+        self, *, queue: str, limit: int, worker_id: str, lease_seconds: float
+    ) -> list[ClaimedJob]:
+        rows = await self.db.fetch(
+            self._q.claim, queue, limit, worker_id, lease_seconds, self.clock.now()
+        )
+        return [ClaimedJob.from_record(row) for row in rows]
+
+    async def complete(
+        self,
+        *,
+        jobs: Sequence[ClaimedJob],
+        worker_id: str,
+        status: JobStatus,
+        error: str | None = None,
+        results: str | None = None,
+    ) -> list[ClaimedJob]:
+        """End ``jobs`` as ``status`` (completed, or cancelled while running), with
+        ``results``: ``{"<id>": result, ...}`` as JSON text, or None. Returns the jobs
+        the fence refused: no longer held by this attempt."""
+        rows = await self.db.fetch(
+            self._q.complete, [j.id for j in jobs], _held(jobs), worker_id, status, error,
+            results, self.clock.now(),
+        )  # fmt: skip
+        return _fenced_out(jobs, rows)
+
+    async def fail(self, *, failures: Sequence[Failure], worker_id: str) -> list[ClaimedJob]:
+        """Record failed attempts: retried after their delay, or failed for good.
+        Returns the jobs the fence refused."""
+        jobs = [f.job for f in failures]
+        attempts = {
+            str(f.job.id): {
+                "attempt": f.job.attempt,
+                "error": f.error,
+                "traceback": f.traceback,
+                "delay": f.delay,
+            }
+            for f in failures
+        }
+        rows = await self.db.fetch(
+            self._q.fail, [j.id for j in jobs], json.dumps(attempts), worker_id, self.clock.now()
+        )
+        return _fenced_out(jobs, rows)
+
+    async def release(self, *, jobs: Sequence[ClaimedJob], worker_id: str) -> list[ClaimedJob]:
+        """Hand ``jobs`` back to the queue, the attempt not counted (shutdown). Returns
+        the jobs the fence refused."""
+        rows = await self.db.fetch(
+            self._q.release, [j.id for j in jobs], _held(jobs), worker_id, self.clock.now()
+        )
+        return _fenced_out(jobs, rows)
+
+    async def heartbeat(
+        self, *, jobs: Sequence[ClaimedJob], worker_id: str, lease_seconds: float
+    ) -> Renewal:
+        rows = await self.db.fetch(
+            self._q.heartbeat, [j.id for j in jobs], _held(jobs), worker_id, lease_seconds,
+            self.clock.now(),
+        )  # fmt: skip
+        return Renewal(
+            lost=_fenced_out(jobs, rows),
+            cancel_requested=[row["id"] for row in rows if row["cancel_requested"]],
+        )
+
+    async def progress(self, *, reports: Sequence[ProgressReport], worker_id: str) -> int:
+        """Write each running attempt's latest report; return how many were written."""
+        latest = {
+            str(r.job.id): {"attempt": r.job.attempt, "fraction": r.fraction, "message": r.message}
+            for r in reports
+        }
+        rows = await self.db.fetch(
+            self._q.progress, [r.job.id for r in reports], json.dumps(latest), worker_id,
+            self.clock.now(),
+        )  # fmt: skip
+        return len(rows)
+
+    # -- the workers table -------------------------------------------------------------
+
+    async def worker_register(
+        self, *, worker_id: str, host: str, pid: int, queues: Sequence[str], slots: int
+    ) -> None:
+        await self.db.execute(
+            self._q.worker_register, worker_id, host, pid, list(queues), slots, self.clock.now()
+        )
+
+    async def worker_heartbeat(self, *, worker_id: str) -> None:
+        await self.db.execute(self._q.worker_heartbeat, worker_id, self.clock.now())
+
+    async def worker_unregister(self, *, worker_id: str) -> None:
+        await self.db.execute(self._q.worker_unregister, worker_id)
+
+    async def workers_list(self) -> list[WorkerInfo]:
+        return [WorkerInfo(**dict(r.items())) for r in await self.db.fetch(self._q.workers_list)]
+
+    async def workers_prune(self, *, silent_seconds: float) -> list[str]:
+        """Forget workers silent for ``silent_seconds``; return their ids."""
+        rows = await self.db.fetch(self._q.workers_prune, silent_seconds, self.clock.now())
+        return [row["id"] for row in rows]
+
+    # -- the leader's work ----------------------------------------------------------------
+
+    async def leader_elect(self, *, role: str, leader_id: str, term_seconds: float) -> bool:
+        """Take or renew the lead of ``role`` for ``term_seconds``; True if we hold it."""
+        leader = await self.db.fetchval(
+            self._q.leader_elect, role, leader_id, term_seconds, self.clock.now()
+        )
+        return leader is not None
+
+    async def leader_resign(self, *, role: str, leader_id: str) -> None:
+        await self.db.execute(self._q.leader_resign, role, leader_id)
+
+    async def rescue(self, *, limit: int) -> list[Rescued]:
+        """Return up to ``limit`` jobs whose lease expired to the queue (or end them)."""
+        rows = await self.db.fetch(self._q.rescue, limit, self.clock.now())
+        return [Rescued(r["id"], r["status"], r["attempts"], r["max_attempts"]) for r in rows]
+
+    async def priority_age(self, *, step_seconds: float, limit: int) -> int:
+        """Move up to ``limit`` waiting jobs up a priority step; return how many."""
+        return _count(
+            await self.db.execute(self._q.priority_age, step_seconds, limit, self.clock.now())
+        )
+
+    async def retention_delete(
+        self, *, statuses: Sequence[str], older_than_seconds: float, limit: int
+    ) -> int:
+        """Delete up to ``limit`` jobs finished in ``statuses`` longer ago than
+        ``older_than_seconds``; return how many."""
+        status = await self.db.execute(
+            self._q.retention_delete, list(statuses), older_than_seconds, limit, self.clock.now()
+        )
+        return _count(status)
+
+    async def unique_keys_expire(self, *, limit: int) -> int:
+        """Delete up to ``limit`` unique keys whose hold has ended; return how many."""
+        return _count(await self.db.execute(self._q.unique_keys_expire, limit, self.clock.now()))
+
+    # -- reading jobs ------------------------------------------------------------------
+
+    async def get_job(self, *, job_id: int) -> Job | None:
+        record = await self.db.fetchrow(self._q.get_job, job_id)
+        return None if record is None else Job.from_record(record)
+
+    async def list_jobs(
+        self,
+        *,
+        status: JobStatus | None,
+        type: str | None,
+        queue: str | None,
+        before_id: int | None,
+        limit: int,
+    ) -> list[Job]:
+        """Newest first; ``before_id`` pages on from the last id of the page before."""
+        records = await self.db.fetch(self._q.list_jobs, status, type, queue, before_id, limit)
+        return [Job.from_record(r) for r in records]
+
+    async def job_attempts(self, *, job_id: int) -> list[Attempt]:
+        records = await self.db.fetch(self._q.job_attempts, job_id)
+        return [Attempt(**dict(r.items())) for r in records]
+
+    async def jobs_changed_since(self, *, since: datetime) -> list[Job]:
+        records = await self.db.fetch(self._q.jobs_changed_since, since)
+        return [Job.from_record(r) for r in records]
+
+    async def jobs_due_or_running(self) -> bool:
+        return bool(await self.db.fetchval(self._q.jobs_due_or_running, self.clock.now()))
+
+    async def clock_now(self) -> datetime:
+        """The time the queries take as now: the clock's, else the database's."""
+        now: datetime = await self.db.fetchval(self._q.clock, self.clock.now())
+        return now
+
+    # -- job control -------------------------------------------------------------------
+
+    async def retry_jobs(
+        self,
+        *,
+        job_id: int | None = None,
+        type: str | None = None,
+        queue: str | None = None,
+        finished_after: datetime | None = None,
+        finished_before: datetime | None = None,
+        states: Sequence[JobStatus],
+        limit: int,
+    ) -> list[int]:
+        """Make up to ``limit`` jobs in ``states`` (failed, cancelled) that match every
+        filter given pending again; return their ids."""
+        rows = await self.db.fetch(
+            self._q.retry_jobs, job_id, type, queue, finished_after, finished_before,
+            list(states), limit, self.clock.now(),
+        )  # fmt: skip
+        return [row["id"] for row in rows]
+
+    async def cancel_jobs(
+        self,
+        *,
+        job_id: int | None = None,
+        type: str | None = None,
+        queue: str | None = None,
+        limit: int,
+    ) -> list[Cancelled]:
+        """Cancel up to ``limit`` pending jobs matching every filter given, and ask the
+        running ones to stop."""
+        rows = await self.db.fetch(
+            self._q.cancel_jobs, job_id, type, queue, limit, self.clock.now()
+        )
+        return [Cancelled(row["id"], row["status"]) for row in rows]
+
+    # -- queues ----------------------------------------------------------------------
+
+    async def queues_overview(self, *, name: str | None = None) -> list[QueueInfo]:
+        """Every queue with jobs or controls (or the one named), from the counters."""
+        records = await self.db.fetch(self._q.queues_overview, name, self.clock.now())
+        return [QueueInfo(**dict(r.items())) for r in records]
+
+    async def queue_pause(self, *, name: str) -> None:
+        await self.db.execute(self._q.queue_pause, name, self.clock.now())
+
+    async def queue_resume(self, *, name: str) -> None:
+        await self.db.execute(self._q.queue_resume, name, self.clock.now())
+
+    # -- the schema and its migrations ----------------------------------------------------
+
+    async def ping(self) -> None:
+        await self.db.execute(self._q.ping)
+
+    async def advisory_lock(self, *, key: int) -> None:
+        """Wait for the session-level lock ``key``; held until unlocked or disconnected."""
+        await self.db.execute(self._q.advisory_lock, key)
+
+    async def advisory_unlock(self, *, key: int) -> None:
+        await self.db.execute(self._q.advisory_unlock, key)
+
+    async def schema_create(self) -> None:
+        await self.db.execute(self._q.schema_create)
+
+    async def migrations_create(self) -> None:
+        await self.db.execute(self._q.migrations_create)
+
+    async def migrations_applied(self) -> set[int]:
+        return {row["version"] for row in await self.db.fetch(self._q.migrations_applied)}
+
+    async def migrations_record(self, *, version: int, name: str) -> None:
+        await self.db.execute(self._q.migrations_record, version, name)
+
+
+def _values(row: JobRow) -> tuple[Any, ...]:
+    """A row in the order of the enqueue queries' first seven placeholders."""
+    return (
+        row.type, row.queue, row.payload, row.priority, row.max_attempts, row.run_at,
+        row.delay_seconds,
+    )  # fmt: skip
+
+
+def _held(jobs: Sequence[ClaimedJob]) -> str:
+    """The attempts a fenced write claims to hold, as the JSON object its SQL takes:
+    ``{"<job id>": attempt, ...}`` (see db/queries/complete.sql for why not an array)."""
+    return json.dumps({str(job.id): job.attempt for job in jobs})
+
+
+def _fenced_out(jobs: Sequence[ClaimedJob], changed: Sequence[Any]) -> list[ClaimedJob]:
+    """The jobs a fenced write did not change (``changed``: the rows it returned, each
+    with an ``id``): they were taken from this worker meanwhile."""
+    if len(changed) == len(jobs):
+        return []
+    ids = {row["id"] for row in changed}
+    return [job for job in jobs if job.id not in ids]
+
+
+def _count(status: str) -> int:
+    """The rows a DELETE or UPDATE touched, from its status ("DELETE 12")."""
+    return int(status.split()[-1])

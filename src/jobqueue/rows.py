@@ -1,0 +1,102 @@
+"""A new job's row from what enqueue was given: every value checked (ValueError naming
+the field), the task's defaults filled in, the payload checked against its task's
+payload type and encoded as JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from jobqueue import fields
+from jobqueue.config import Settings
+from jobqueue.db.records import JobOptions, JobRow
+from jobqueue.task import Task, job_options
+
+if TYPE_CHECKING:
+    from jobqueue.new_job import NewJob
+
+# One encoder for every call: json.dumps with options builds a new one each time.
+_JSON = json.JSONEncoder(separators=(",", ":"))
+
+
+class Rows:
+    def __init__(self, tasks: Mapping[str, Task[Any, Any]], settings: Settings) -> None:
+        self._tasks = tasks
+        self._settings = settings
+
+    def row(
+        self,
+        type: str,
+        payload: Any,
+        *,
+        queue: str | None,
+        priority: int | None,
+        max_attempts: int | None,
+        run_at: datetime | None,
+        delay_seconds: float | None,
+    ) -> JobRow:
+        options = self.options(
+            type,
+            queue=queue,
+            priority=priority,
+            max_attempts=max_attempts,
+            run_at=run_at,
+            delay_seconds=delay_seconds,
+        )
+        return JobRow(
+            options.type,
+            options.queue,
+            options.priority,
+            options.max_attempts,
+            options.run_at,
+            options.delay_seconds,
+            self.payload(options.type, payload),
+        )
+
+    def row_of(self, spec: NewJob) -> JobRow:
+        """The row of a job POST /jobs described (already validated by pydantic)."""
+        return self.row(
+            spec.type,
+            spec.payload,
+            queue=spec.queue,
+            priority=spec.priority,
+            max_attempts=spec.max_attempts,
+            run_at=spec.run_at,
+            delay_seconds=spec.delay_seconds,
+        )
+
+    def options(
+        self,
+        type: str,
+        *,
+        queue: str | None,
+        priority: int | None,
+        max_attempts: int | None,
+        run_at: datetime | None,
+        delay_seconds: float | None,
+    ) -> JobOptions:
+        type = fields.check_type(type)
+        fields.check_options(
+            queue=queue,
+            priority=priority,
+            max_attempts=max_attempts,
+            run_at=run_at,
+            delay_seconds=delay_seconds,
+        )
+        queue, priority, max_attempts = job_options(
+            self._tasks.get(type), self._settings, queue, priority, max_attempts
+        )
+        return JobOptions(type, queue, priority, max_attempts, run_at, delay_seconds)
+
+    def payload(self, type: str, payload: Any) -> str:
+        """The payload to store, as JSON: checked against the task's payload type, if it
+        has one (PayloadError), else required to be a mapping."""
+        task = self._tasks.get(type)
+        if task is not None and task.payload_type is not None:
+            return _JSON.encode(task.dump({} if payload is None else payload))
+        if payload is None:
+            return "{}"
+        fields.check_options(payload=payload)
+        return _JSON.encode(payload)

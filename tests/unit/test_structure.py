@@ -1,0 +1,201 @@
+"""The structure the code keeps as it grows: no import cycle inside jobqueue, every
+query run through the store, and one store method per .sql file. Read from the
+source with ast: nothing is imported or run."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+
+from jobqueue.db.sql import QUERY_NAMES
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+PACKAGE = SRC / "jobqueue"
+
+# The methods of asyncpg's (and psycopg's, and SQLAlchemy's) connections that send SQL.
+RUNS_SQL = {
+    "fetch",
+    "fetchrow",
+    "fetchval",
+    "execute",
+    "executemany",
+    "cursor",
+    "copy_records_to_table",
+    "copy_to_table",
+    "copy_from_query",
+    "exec_driver_sql",
+}
+# The store itself, and the adapters that make an application's connection one it
+# can run on.
+STORE_FILES = {"db/store.py", "db/connections.py"}
+# What may send SQL besides them, and why.
+ALLOWED = {
+    # A migration is a script of statements, applied as a whole; not a query.
+    ("db/migrate.py", "conn.execute(migration.sql)"),
+}
+SQL_TEXT = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|WITH|CREATE|ALTER|DROP)\s")
+
+
+def modules() -> Iterator[tuple[str, Path]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(SRC).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        yield name, path
+
+
+def rel(path: Path) -> str:
+    return path.relative_to(PACKAGE).as_posix()
+
+
+def imported(name: str, path: Path, known: set[str]) -> set[str]:
+    """The jobqueue modules that importing ``name`` runs (at any level of the file:
+    deferred and TYPE_CHECKING imports count too), parent packages included unless
+    they are ``name``'s own, which Python has already begun to import."""
+    is_package = path.name == "__init__.py"
+    own = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 2)}
+    if not is_package:
+        own.discard(name)
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            base = node.module
+            if node.level:
+                package = name if is_package else name.rpartition(".")[0]
+                for _ in range(node.level - 1):
+                    package = package.rpartition(".")[0]
+                base = f"{package}.{base}"
+            targets = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
+                for alias in node.names
+            ]
+        for target in targets:
+            parts = target.split(".")
+            for i in range(1, len(parts) + 1):
+                module = ".".join(parts[:i])
+                if module in known and module not in own:
+                    found.add(module)
+    return found
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in graph[node]:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycle_inside_jobqueue() -> None:
+    paths = dict(modules())
+    known = set(paths)
+    graph = {name: imported(name, path, known) for name, path in paths.items()}
+    assert cycles(graph) == []
+
+
+def test_the_cycle_finder_sees_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+
+
+def test_no_query_runs_outside_the_store() -> None:
+    offenders = []
+    for _, path in modules():
+        if rel(path) in STORE_FILES:
+            continue
+        source = path.read_text()
+        tree = ast.parse(source)
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        }
+        for node in ast.walk(tree):
+            where = f"{rel(path)}:{getattr(node, 'lineno', 0)}"
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in RUNS_SQL
+                and (rel(path), ast.get_source_segment(source, node)) not in ALLOWED
+            ):
+                offenders.append(f"{where}: {ast.get_source_segment(source, node)}")
+            elif (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in docstrings
+                and SQL_TEXT.match(node.value)
+            ):
+                offenders.append(f"{where}: SQL text {node.value[:40]!r}")
+            elif isinstance(node, ast.ImportFrom) and node.module == "jobqueue.db.sql":
+                names = {alias.name for alias in node.names}
+                if names & {"queries", "Queries", "QUERY_NAMES"} and rel(path) != "db/sql.py":
+                    offenders.append(f"{where}: imports the raw queries")
+    assert offenders == [], "queries run outside jobqueue.db.store:\n" + "\n".join(offenders)
+
+
+def store_methods() -> dict[str, set[str]]:
+    """Each method of Store, with the queries (``self._q.<name>``) it runs."""
+    tree = ast.parse((PACKAGE / "db" / "store.py").read_text())
+    store = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Store")
+    methods: dict[str, set[str]] = {}
+    for item in store.body:
+        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+            methods[item.name] = {
+                node.attr
+                for node in ast.walk(item)
+                if isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Attribute)
+                and node.value.attr == "_q"
+                and node.attr in QUERY_NAMES
+            }
+    return methods
+
+
+def test_every_sql_file_has_exactly_one_store_method() -> None:
+    files = {
+        entry.name.removesuffix(".sql")
+        for entry in (resources.files("jobqueue.db") / "queries").iterdir()
+        if entry.name.endswith(".sql")
+    }
+    assert files == set(QUERY_NAMES)
+    runners: dict[str, list[str]] = {name: [] for name in files}
+    for method, ran in store_methods().items():
+        assert len(ran) <= 1, f"Store.{method} runs several queries: {sorted(ran)}"
+        for query in ran:
+            runners[query].append(method)
+    assert {q: m for q, m in runners.items() if len(m) != 1} == {}
