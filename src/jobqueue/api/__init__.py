@@ -1,5 +1,5 @@
 """The HTTP API."""
 
-from jobqueue.api.app import create_app
+from jobqueue.api.asgi import create_app
 
 __all__ = ["create_app"]

@@ -4,123 +4,40 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated, Literal
+from typing import Annotated
 
-from fastapi import APIRouter, Body, Header, HTTPException, Path, Query, Request, Response
+from fastapi import APIRouter, Body, Header, HTTPException, Query, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from jobqueue import fields
 from jobqueue.api.errors import UNAVAILABLE, field_error
+from jobqueue.api.schemas import (
+    AttemptList,
+    BatchCreated,
+    CancelFilter,
+    Cancelled,
+    Health,
+    JobId,
+    JobList,
+    NewJobs,
+    QueueList,
+    QueueName,
+    Readiness,
+    Retried,
+    RetryFilter,
+)
 from jobqueue.app import JobQueue
 from jobqueue.encoding import to_json
-from jobqueue.job import FINAL_STATES, Attempt, Job, JobStatus, QueueInfo, WorkerInfo
+from jobqueue.job import FINAL_STATES, Job, JobStatus, QueueInfo, WorkerInfo
 from jobqueue.new_job import NewJob
 from jobqueue.task import PayloadError
 
 router = APIRouter()
 
-JobId = Annotated[int, Path(ge=1, le=2**63 - 1, description="The job's id.")]
 READY_TIMEOUT_SECONDS = 2.0
-MAX_BATCH_JOBS = 10_000
 # Longest long-poll of GET /jobs/{id}?wait=: an open request per waiting client; keep
 # it under the idle timeout of the proxies in front.
 MAX_WAIT_SECONDS = 300.0
-
-
-class JobList(BaseModel):
-    jobs: list[Job]
-    next_after: int | None = None
-    """Pass as ``after`` to get the next page; null on the last page."""
-
-
-class NewJobs(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={
-            "examples": [
-                {
-                    "jobs": [
-                        {"type": "send_email", "payload": {"to": "a@example.com"}},
-                        {"type": "noop"},
-                    ]
-                }
-            ]
-        },
-    )
-    jobs: list[NewJob] = Field(min_length=1, max_length=MAX_BATCH_JOBS)
-
-
-class AttemptList(BaseModel):
-    attempts: list[Attempt]
-    """Failed attempts, oldest first; a job that never failed has none."""
-
-
-class RetryFilter(BaseModel):
-    """Which jobs a bulk retry takes: all the filters given must match."""
-
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={
-            "examples": [{"type": "send_email", "finished_after": "2026-11-29T00:00:00Z"}]
-        },
-    )
-    type: str | None = Field(default=None, description="Only jobs of this type.")
-    queue: str | None = Field(default=None, description="Only jobs in this queue.")
-    finished_after: AwareDatetime | None = Field(
-        default=None, description="Only jobs that ended at or after this time."
-    )
-    finished_before: AwareDatetime | None = Field(
-        default=None, description="Only jobs that ended before this time."
-    )
-    statuses: list[Literal["failed", "cancelled"]] = Field(
-        default=["failed", "cancelled"], min_length=1, description="Which ended states to retry."
-    )
-
-
-class CancelFilter(BaseModel):
-    """Which jobs a bulk cancel takes: all the filters given must match."""
-
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"type": "report"}]})
-    type: str | None = Field(default=None, description="Only jobs of this type.")
-    queue: str | None = Field(default=None, description="Only jobs in this queue.")
-
-
-class Cancelled(BaseModel):
-    cancelled: int
-    """Pending jobs cancelled at once."""
-    requested: int
-    """Running jobs asked to stop; their workers end them cancelled."""
-
-
-class Retried(BaseModel):
-    retried: int
-    """How many jobs are pending again."""
-
-
-class QueueList(BaseModel):
-    queues: list[QueueInfo]
-
-
-QueueName = Annotated[
-    str, Path(pattern=fields.QUEUE_PATTERN, description="The queue's name.", examples=["mail"])
-]
-
-
-class BatchCreated(BaseModel):
-    ids: list[int]
-    """The new jobs' ids, in the order given."""
-    count: int
-
-
-class Health(BaseModel):
-    status: str
-
-
-class Readiness(BaseModel):
-    status: str
-    database: str
-    listener: str | None = None
 
 
 def jobqueue(request: Request) -> JobQueue:

@@ -1,4 +1,4 @@
-"""The FastAPI application, built around a JobQueue."""
+"""The ASGI application (FastAPI) that serves a JobQueue over HTTP."""
 
 from __future__ import annotations
 

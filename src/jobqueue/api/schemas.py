@@ -1,0 +1,117 @@
+"""What the endpoints take and answer, besides the records of jobqueue.job and NewJob:
+the OpenAPI document is built from these."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import Path
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from jobqueue import fields
+from jobqueue.job import Attempt, Job, QueueInfo
+from jobqueue.new_job import NewJob
+
+MAX_BATCH_JOBS = 10_000
+
+# -- path parameters ----------------------------------------------------------------
+
+JobId = Annotated[int, Path(ge=1, le=2**63 - 1, description="The job's id.")]
+QueueName = Annotated[
+    str, Path(pattern=fields.QUEUE_PATTERN, description="The queue's name.", examples=["mail"])
+]
+
+# -- request bodies -----------------------------------------------------------------
+
+
+class NewJobs(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "jobs": [
+                        {"type": "send_email", "payload": {"to": "a@example.com"}},
+                        {"type": "noop"},
+                    ]
+                }
+            ]
+        },
+    )
+    jobs: list[NewJob] = Field(min_length=1, max_length=MAX_BATCH_JOBS)
+
+
+class RetryFilter(BaseModel):
+    """Which jobs a bulk retry takes: all the filters given must match."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"type": "send_email", "finished_after": "2026-11-29T00:00:00Z"}]
+        },
+    )
+    type: str | None = Field(default=None, description="Only jobs of this type.")
+    queue: str | None = Field(default=None, description="Only jobs in this queue.")
+    finished_after: AwareDatetime | None = Field(
+        default=None, description="Only jobs that ended at or after this time."
+    )
+    finished_before: AwareDatetime | None = Field(
+        default=None, description="Only jobs that ended before this time."
+    )
+    statuses: list[Literal["failed", "cancelled"]] = Field(
+        default=["failed", "cancelled"], min_length=1, description="Which ended states to retry."
+    )
+
+
+class CancelFilter(BaseModel):
+    """Which jobs a bulk cancel takes: all the filters given must match."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"type": "report"}]})
+    type: str | None = Field(default=None, description="Only jobs of this type.")
+    queue: str | None = Field(default=None, description="Only jobs in this queue.")
+
+
+# -- responses ----------------------------------------------------------------------
+
+
+class BatchCreated(BaseModel):
+    ids: list[int]
+    """The new jobs' ids, in the order given."""
+    count: int
+
+
+class JobList(BaseModel):
+    jobs: list[Job]
+    next_after: int | None = None
+    """Pass as ``after`` to get the next page; null on the last page."""
+
+
+class AttemptList(BaseModel):
+    attempts: list[Attempt]
+    """Failed attempts, oldest first; a job that never failed has none."""
+
+
+class Cancelled(BaseModel):
+    cancelled: int
+    """Pending jobs cancelled at once."""
+    requested: int
+    """Running jobs asked to stop; their workers end them cancelled."""
+
+
+class Retried(BaseModel):
+    retried: int
+    """How many jobs are pending again."""
+
+
+class QueueList(BaseModel):
+    queues: list[QueueInfo]
+
+
+class Health(BaseModel):
+    status: str
+
+
+class Readiness(BaseModel):
+    status: str
+    database: str
+    listener: str | None = None

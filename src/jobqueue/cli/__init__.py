@@ -1,0 +1,56 @@
+"""The ``jobqueue`` command: each module beside this one adds a group of subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from jobqueue.cli import admin, jobs, queues, service, workers
+from jobqueue.cli.common import Run, UsageError
+from jobqueue.config import ConfigError
+from jobqueue.db.embedded import EmbeddedPostgresError
+from jobqueue.db.pool import is_unavailable
+from jobqueue.job import JobNotFound, JobStateError
+from jobqueue.server import StartupError
+
+__all__ = ["build_parser", "main"]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:
+        sys.exit(admin.run_bench(argv[1:]))
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run: Run = args.run
+    try:
+        code = run(args)
+    except (ConfigError, UsageError) as exc:
+        print(f"jobqueue: error: {exc}", file=sys.stderr)
+        code = 2
+    except (StartupError, EmbeddedPostgresError, JobNotFound, JobStateError) as exc:
+        print(f"jobqueue: error: {exc}", file=sys.stderr)
+        code = 1
+    except Exception as exc:
+        if not is_unavailable(exc):
+            raise
+        print(f"jobqueue: error: database unavailable: {exc}", file=sys.stderr)
+        code = 1
+    sys.exit(code)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jobqueue", description="A background job service on PostgreSQL."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # The help lists the commands in the order they are added: hence enqueue and jobs,
+    # both of jobs.py, apart.
+    service.add_service_commands(commands)
+    admin.add_admin_commands(commands)
+    jobs.add_enqueue_command(commands)
+    workers.add_worker_commands(commands)
+    queues.add_queue_commands(commands)
+    jobs.add_jobs_commands(commands)
+    return parser

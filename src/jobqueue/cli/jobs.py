@@ -1,0 +1,291 @@
+"""``enqueue`` and ``jobs get|attempts|retry|cancel|list``: one job, or many by filter."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterable
+from datetime import datetime
+
+from jobqueue.cli.common import (
+    Commands,
+    Run,
+    UsageError,
+    add_output_flags,
+    client,
+    with_jobqueue,
+)
+from jobqueue.cli.output import (
+    format_time,
+    print_fields,
+    print_json,
+    print_record,
+    print_records,
+    print_table,
+)
+from jobqueue.job import Attempt, Job, JobNotFound, JobStatus
+
+
+def add_enqueue_command(commands: Commands) -> None:
+    cmd = commands.add_parser("enqueue", help="enqueue one job")
+    cmd.add_argument("type", help="job type, e.g. send_email")
+    cmd.add_argument("payload", nargs="?", default="{}", help="payload as a JSON object")
+    cmd.add_argument("--queue")
+    cmd.add_argument("--priority", type=int)
+    cmd.add_argument("--max-attempts", type=int)
+    cmd.add_argument("--run-at", help="ISO 8601 time with a zone, e.g. 2026-12-01T09:00:00Z")
+    cmd.add_argument("--delay", type=float, help="seconds from now")
+    cmd.add_argument("--unique-key", help="store nothing while a job with this key is active")
+    cmd.add_argument("--unique-for", type=float, help="seconds the key holds after completion")
+    add_output_flags(cmd)
+    cmd.set_defaults(run=run_enqueue)
+
+
+def add_jobs_commands(commands: Commands) -> None:
+    jobs = commands.add_parser("jobs", help="inspect jobs").add_subparsers(
+        dest="jobs_command", required=True, metavar="COMMAND"
+    )
+    cmd = jobs.add_parser("get", help="show one job")
+    cmd.add_argument("id", type=int)
+    cmd.add_argument(
+        "--wait",
+        type=float,
+        metavar="SECONDS",
+        help="first wait up to SECONDS for the job to be completed, failed or cancelled",
+    )
+    add_output_flags(cmd)
+    cmd.set_defaults(run=run_jobs_get)
+    cmd = jobs.add_parser("attempts", help="show a job's failed attempts, oldest first")
+    cmd.add_argument("id", type=int)
+    add_output_flags(cmd)
+    cmd.set_defaults(run=run_jobs_attempts)
+    add_bulk_command(
+        jobs,
+        "retry",
+        help="retry a failed or cancelled job, or every one matching filters",
+        description="With an ID: that job. Without: every failed and cancelled job matching "
+        "all the filters given (--all: every one).",
+        every="every failed job",
+        run=run_jobs_retry,
+        by_finish_time=True,
+    )
+    add_bulk_command(
+        jobs,
+        "cancel",
+        help="cancel a job, or every pending and running one matching filters",
+        description="With an ID: that job. Without: every pending and running job matching "
+        "all the filters given (--all: every one). Running jobs are asked to stop.",
+        every="every active job",
+        run=run_jobs_cancel,
+    )
+    cmd = jobs.add_parser("list", help="list jobs, newest first")
+    cmd.add_argument("--status", choices=[s.value for s in JobStatus])
+    cmd.add_argument("--type")
+    cmd.add_argument("--queue")
+    cmd.add_argument("--limit", type=int, default=50)
+    cmd.add_argument("--after", type=int, help="list jobs older than this id")
+    add_output_flags(cmd)
+    cmd.set_defaults(run=run_jobs_list)
+
+
+def run_enqueue(args: argparse.Namespace) -> int:
+    try:
+        payload = json.loads(args.payload)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"payload is not valid JSON: {exc}") from exc
+    if not isinstance(payload, dict):
+        raise UsageError('payload must be a JSON object, e.g. \'{"to": "a@example.com"}\'')
+    run_at = None
+    if args.run_at is not None:
+        try:
+            run_at = datetime.fromisoformat(args.run_at)
+        except ValueError as exc:
+            raise UsageError(f"--run-at must be an ISO 8601 time, got {args.run_at!r}") from exc
+    jq = client(args)
+    try:
+        job = with_jobqueue(
+            jq,
+            lambda: jq.enqueue(
+                args.type,
+                payload,
+                queue=args.queue,
+                priority=args.priority,
+                max_attempts=args.max_attempts,
+                run_at=run_at,
+                delay_seconds=args.delay,
+                unique_key=args.unique_key,
+                unique_for=args.unique_for,
+            ),
+        )
+    except ValueError as exc:  # a rule of jobqueue.fields, naming the field
+        raise UsageError(str(exc)) from exc
+    if args.json:
+        print_record(job)
+    else:
+        print(f"enqueued job {job.id} ({job.type}) in queue {job.queue}: {job.status}")
+    return 0
+
+
+def run_jobs_get(args: argparse.Namespace) -> int:
+    if args.wait is not None and not args.wait > 0:
+        raise UsageError(f"--wait must be a positive number of seconds, got {args.wait}")
+    jq = client(args)
+
+    async def read() -> Job | None:
+        if args.wait is None:
+            return await jq.get(args.id)
+        try:
+            return await jq.wait(args.id, timeout=args.wait)
+        except TimeoutError:  # not final yet: the job as it is, as GET ?wait= answers
+            return await jq.get(args.id)
+
+    job = with_jobqueue(jq, read)
+    if job is None:
+        raise JobNotFound(args.id)
+    if args.json:
+        print_record(job)
+    else:
+        print_fields(job)
+    return 0
+
+
+def run_jobs_attempts(args: argparse.Namespace) -> int:
+    jq = client(args)
+
+    async def read() -> tuple[Job | None, list[Attempt]]:
+        return await jq.get(args.id), await jq.attempts(args.id)
+
+    job, attempts = with_jobqueue(jq, read)
+    if job is None:
+        raise JobNotFound(args.id)
+    if args.json:
+        print_records(attempts)
+        return 0
+    header = ("ATTEMPT", "WORKER", "SECONDS", "ENDED", "ERROR")
+    rows = [
+        (str(a.attempt), a.worker_id or "", "" if a.seconds is None else f"{a.seconds:.3f}",
+         format_time(a.finished_at), a.error)
+        for a in attempts
+    ]  # fmt: skip
+    print_table(header, rows, f"job {args.id} has no failed attempt")
+    return 0
+
+
+def run_jobs_retry(args: argparse.Namespace) -> int:
+    finished_after = aware_time("--finished-after", args.finished_after)
+    finished_before = aware_time("--finished-before", args.finished_before)
+    filters = (args.type, args.queue, finished_after, finished_before)
+    one_job_or_filters(args, filters, "--type, --queue, --finished-after/before")
+    jq = client(args)
+    if args.id is not None:
+        job = with_jobqueue(jq, lambda: jq.retry(args.id))
+        if args.json:
+            print_record(job)
+        else:
+            print(f"job {job.id} ({job.type}) is pending again")
+        return 0
+    retried = with_jobqueue(
+        jq,
+        lambda: jq.retry_many(
+            type=args.type,
+            queue=args.queue,
+            finished_after=finished_after,
+            finished_before=finished_before,
+        ),
+    )
+    if args.json:
+        print_json({"retried": retried})
+    else:
+        print(f"{retried} job{'' if retried == 1 else 's'} pending again")
+    return 0
+
+
+def run_jobs_cancel(args: argparse.Namespace) -> int:
+    one_job_or_filters(args, (args.type, args.queue), "--type, --queue")
+    jq = client(args)
+    if args.id is not None:
+        job = with_jobqueue(jq, lambda: jq.cancel(args.id))
+        if args.json:
+            print_record(job)
+        elif job.status == JobStatus.RUNNING:
+            print(f"job {job.id} ({job.type}) is running: its worker was asked to stop it")
+        else:
+            print(f"job {job.id} ({job.type}) is cancelled")
+        return 0
+    counts = with_jobqueue(jq, lambda: jq.cancel_many(type=args.type, queue=args.queue))
+    if args.json:
+        print_json(counts)
+    else:
+        print(f"{counts['cancelled']} cancelled, {counts['requested']} running asked to stop")
+    return 0
+
+
+def run_jobs_list(args: argparse.Namespace) -> int:
+    if not 1 <= args.limit <= 10_000:
+        raise UsageError(f"--limit must be from 1 to 10000, got {args.limit}")
+    jq = client(args)
+    jobs = with_jobqueue(
+        jq,
+        lambda: jq.list(
+            status=args.status,
+            type=args.type,
+            queue=args.queue,
+            after=args.after,
+            limit=args.limit,
+        ),
+    )
+    if args.json:
+        print_records(jobs)
+        return 0
+    header = ("ID", "TYPE", "QUEUE", "STATUS", "ATTEMPTS", "RUN AT", "LAST ERROR")
+    rows = [
+        (str(j.id), j.type, j.queue, j.status, f"{j.attempts}/{j.max_attempts}",
+         format_time(j.run_at), (j.last_error or "")[:50])
+        for j in jobs
+    ]  # fmt: skip
+    print_table(header, rows, "no jobs")
+    return 0
+
+
+def add_bulk_command(
+    jobs: Commands,
+    name: str,
+    *,
+    help: str,
+    description: str,
+    every: str,
+    run: Run,
+    by_finish_time: bool = False,
+) -> None:
+    """A command that takes one job's ID, or filters, or --all: see one_job_or_filters."""
+    cmd = jobs.add_parser(name, help=help, description=description)
+    cmd.add_argument("id", type=int, nargs="?")
+    cmd.add_argument("--type")
+    cmd.add_argument("--queue")
+    if by_finish_time:
+        cmd.add_argument("--finished-after", metavar="TIME", help="ISO 8601, with a time zone")
+        cmd.add_argument("--finished-before", metavar="TIME", help="ISO 8601, with a time zone")
+    cmd.add_argument("--all", action="store_true", help=f"no filter: {every}")
+    add_output_flags(cmd)
+    cmd.set_defaults(run=run)
+
+
+def one_job_or_filters(args: argparse.Namespace, filters: Iterable[object], names: str) -> None:
+    """A bulk command takes a job ID, or filters, or --all: exactly one of them."""
+    given = any(v is not None for v in filters) or args.all
+    if args.id is not None and given:
+        raise UsageError("give a job ID or filters, not both")
+    if args.id is None and not given:
+        raise UsageError(f"give a job ID, filters ({names}) or --all")
+
+
+def aware_time(flag: str, value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise UsageError(f"{flag} must be an ISO 8601 time, got {value!r}") from exc
+    if parsed.tzinfo is None:
+        raise UsageError(f"{flag} needs a time zone, e.g. {value}Z or {value}+01:00")
+    return parsed

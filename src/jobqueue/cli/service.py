@@ -1,0 +1,81 @@
+"""``serve``, ``worker`` and ``api``: the long-running process, with all its roles or one."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import os
+import sys
+import threading
+import time
+
+from jobqueue import config, logs, supervisor
+from jobqueue.cli.common import Commands, add_setting_flags, settings_from
+from jobqueue.server import Roles, load_app, serve
+
+
+def add_service_commands(commands: Commands) -> None:
+    for name, roles, text in (
+        ("serve", Roles(api=True, worker=True), "HTTP API and workers in one process"),
+        ("worker", Roles(api=False, worker=True), "workers only"),
+        ("api", Roles(api=True, worker=False), "HTTP API only"),
+    ):
+        cmd = commands.add_parser(name, help=text, description=text)
+        add_setting_flags(cmd, None)
+        cmd.add_argument(
+            "--no-migrate",
+            dest="migrate",
+            action="store_const",
+            const="false",
+            help="do not apply the schema at start-up",
+        )
+        if roles.worker:
+            cmd.add_argument(
+                "--queue",
+                action="append",
+                dest="queue_entries",
+                metavar="NAME[=N]",
+                help="serve this queue, at most N of its jobs at once if given; repeatable "
+                "(the same as JOBQUEUE_QUEUES, which it replaces)",
+            )
+        if name == "worker":
+            cmd.add_argument(
+                "--processes",
+                default="1",
+                metavar="N",
+                help="run N worker processes, e.g. one per core (default 1)",
+            )
+        cmd.set_defaults(run=run_service, roles=roles)
+
+
+def run_service(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    logs.configure(settings.log_level, settings.log_format)
+    processes = config.positive_int("--processes", getattr(args, "processes", "1"))
+    if processes > 1:
+        return supervisor.run(settings, processes)
+    jq = load_app(settings.app)
+    if settings.database_url is None and jq.settings.database_url:
+        # A DSN written into the application's JobQueue(...) holds unless overridden.
+        settings = dataclasses.replace(settings, database_url=jq.settings.database_url)
+    jq.settings = settings
+    try:
+        code = asyncio.run(serve(jq, args.roles))
+    finally:
+        jq.close_sync()
+    exit_despite_stuck_threads(code)
+    return code
+
+
+def exit_despite_stuck_threads(code: int) -> None:
+    """A sync handler still running in a thread cannot be stopped, and Python would wait
+    for it at exit; its job is already handed back, so leave without it."""
+    deadline = time.monotonic() + 0.5
+    while time.monotonic() < deadline:
+        if not any(t.name.startswith("jobqueue-handler") for t in threading.enumerate()):
+            return
+        time.sleep(0.05)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
