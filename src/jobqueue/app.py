@@ -66,15 +66,25 @@ class JobQueue:
             settings = dataclasses.replace(settings, database_url=dsn)
         if schema is not None:
             settings = dataclasses.replace(settings, schema=config.schema_name("schema", schema))
-        self.settings = settings
         self.tasks: dict[str, Task[Any, Any]] = {}
         # The time the queries take as now: the database's, unless a test sets it.
         self.clock = Clock()
         self._database = Database(settings, self.clock)
-        self._rows = Rows(self.tasks, settings)
+        self.settings = settings
         self._sync = SyncBridge(self.close_pool)
         # Set by jobqueue.testing.inline: runs the due jobs right after an enqueue.
         self.after_enqueue: Callable[[], Awaitable[None]] | None = None
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    @settings.setter
+    def settings(self, settings: Settings) -> None:
+        # Replaceable, as tests do: what the rows and the next pool are built from too.
+        self._settings = settings
+        self._rows = Rows(self.tasks, settings)
+        self._database.settings = settings
 
     # -- tasks ---------------------------------------------------------------
 

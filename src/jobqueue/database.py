@@ -38,7 +38,7 @@ class LoopResources:
 
 class Database:
     def __init__(self, settings: Settings, clock: Clock) -> None:
-        self._settings = settings
+        self.settings = settings
         self._clock = clock
         self._dsn: str | None = None
         self._embedded: EmbeddedPostgres | None = None
@@ -50,7 +50,7 @@ class Database:
         """The database's DSN; resolving it may start the embedded server."""
         with self._lock:
             if self._dsn is None:
-                self._dsn, self._embedded = resolve_dsn(self._settings)
+                self._dsn, self._embedded = resolve_dsn(self.settings)
             return self._dsn
 
     def use_dsn(self, dsn: str) -> None:
@@ -69,9 +69,9 @@ class Database:
             pool = await create_pool(
                 await self.resolved_dsn(),
                 max_size=POOL_SIZE,
-                statement_timeout=self._settings.statement_timeout,
+                statement_timeout=self.settings.statement_timeout,
             )
-            store = Store(pool, self._settings.schema, self._clock)
+            store = Store(pool, self.settings.schema, self._clock)
             found = self._loops[loop] = LoopResources(pool, store, Enqueuer(store))
         return found
 
@@ -85,7 +85,7 @@ class Database:
         # A connection of its own: a migration may outlast the pool's statement timeout.
         conn = await connect(await self.resolved_dsn())
         try:
-            return await migrate(conn, self._settings.schema)
+            return await migrate(conn, self.settings.schema)
         finally:
             await conn.close()
 

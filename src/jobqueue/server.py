@@ -42,7 +42,7 @@ class Roles:
     worker: bool
 
 
-def load_app(spec: str | None) -> JobQueue:
+def load_jobqueue(spec: str | None) -> JobQueue:
     """The JobQueue named by ``module:attribute``, or the built-in demo tasks."""
     if not spec:
         from jobqueue import demo

@@ -12,7 +12,7 @@ import time
 
 from jobqueue import config, logs, supervisor
 from jobqueue.cli.common import Commands, add_setting_flags, settings_from
-from jobqueue.server import Roles, load_app, serve
+from jobqueue.server import Roles, load_jobqueue, serve
 
 
 def add_service_commands(commands: Commands) -> None:
@@ -55,7 +55,7 @@ def run_service(args: argparse.Namespace) -> int:
     processes = config.positive_int("--processes", getattr(args, "processes", "1"))
     if processes > 1:
         return supervisor.run(settings, processes)
-    jq = load_app(settings.app)
+    jq = load_jobqueue(settings.app)
     if settings.database_url is None and jq.settings.database_url:
         # A DSN written into the application's JobQueue(...) holds unless overridden.
         settings = dataclasses.replace(settings, database_url=jq.settings.database_url)
