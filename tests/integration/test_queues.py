@@ -15,8 +15,8 @@ import pytest
 from jobqueue.app import JobQueue
 from jobqueue.db.sql import queries
 from jobqueue.job import JobStatus
+from tests.acceptance.test_cli import jobqueue as cli
 from tests.conftest import Spawn, StartWorker, add_ok_and_bad_tasks, wait_final
-from tests.test_cli import jobqueue as cli
 
 pytestmark = pytest.mark.anyio
 

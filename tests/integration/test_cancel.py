@@ -17,8 +17,8 @@ import pytest
 from jobqueue import JobContext
 from jobqueue.app import JobQueue
 from jobqueue.job import JobNotFound, JobStateError, JobStatus
+from tests.acceptance.test_cli import jobqueue as cli
 from tests.conftest import StartWorker, wait_final
-from tests.test_cli import jobqueue as cli
 
 pytestmark = pytest.mark.anyio
 

@@ -21,9 +21,9 @@ from jobqueue.context import JobContext
 from jobqueue.job import JobStatus
 from jobqueue.task import PayloadError
 from jobqueue.testing import assert_enqueued, drain
+from tests.conftest import ROOT
 
 pytestmark = pytest.mark.anyio
-ROOT = Path(__file__).resolve().parent.parent
 
 
 class Email(BaseModel):

@@ -3,7 +3,7 @@ the way jobqueue does, then drops every packet on the namespace's loopback (tc's
 ``blackhole`` qdisc, as a pulled cable would) and prints, as JSON, how long each kind
 of connection took to notice.
 
-    python -m tests.netprobe UNIX_SOCKET DSN  # the socket forwards to DSN's server
+    python -m tests.faults.netprobe UNIX_SOCKET DSN  # the socket forwards to DSN's server
 
 Unlike the userspace proxy, the kernel itself loses the packets here, so this is
 what TCP keepalive and TCP_USER_TIMEOUT see.
@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable
 
 from jobqueue.db.pool import connect, create_pool
-from tests.netproxy import NetProxy, dsn_via
+from tests.faults.netproxy import NetProxy, dsn_via
 
 
 def run(*args: str) -> None:

@@ -162,7 +162,7 @@ def test_listener_loss_is_covered_by_polling_and_repaired(
     lost_at = time.monotonic()
     worker.wait_for_output("listener connection lost; polling until it is back")
 
-    from tests.test_shutdown import enqueue, get
+    from tests.acceptance.test_shutdown import enqueue, get
 
     settings = Settings(database_url=pg_dsn, schema=schema)
     job = enqueue(settings, "noop", {})
