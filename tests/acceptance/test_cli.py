@@ -12,8 +12,11 @@ import sys
 import asyncpg
 import pytest
 
+from jobqueue.app import JobQueue
 from jobqueue.db.sql import migrations
-from tests.conftest import Spawn
+from tests.conftest import Spawn, dead_letters
+
+pytestmark = pytest.mark.anyio
 
 
 def jobqueue(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -127,24 +130,6 @@ def test_port_in_use_is_one_line(env: dict[str, str]) -> None:
     assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in result.stderr
 
 
-def test_the_http_socket_sends_small_writes_at_once() -> None:
-    """Without TCP_NODELAY, a response written as headers then body waits for the
-    client's delayed ACK: about 40 ms added to every request."""
-    from jobqueue.server import listen_socket
-
-    sock = listen_socket("127.0.0.1", 0)
-    try:
-        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
-        sock.listen()
-        with socket.create_connection(sock.getsockname()) as client:
-            accepted, _ = sock.accept()
-            with accepted:
-                assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
-            assert client.fileno() > 0
-    finally:
-        sock.close()
-
-
 def test_jobs_get_wait_shows_the_outcome_result_and_progress(
     env: dict[str, str], spawn: Spawn
 ) -> None:
@@ -166,3 +151,68 @@ def test_jobs_get_wait_shows_the_outcome_result_and_progress(
     assert bad.stderr == "jobqueue: error: --wait must be a positive number of seconds, got 0.0\n"
     missing = jobqueue(env, "jobs", "get", "424242", "--wait", "1")
     assert (missing.returncode, missing.stderr) == (1, "jobqueue: error: job 424242 not found\n")
+
+
+async def test_cancel_from_the_cli(env: dict[str, str], jq: JobQueue) -> None:
+    job = await jq.enqueue("x")
+    out = jobqueue(env, "jobs", "cancel", str(job.id))
+    assert (out.returncode, out.stdout) == (0, f"job {job.id} (x) is cancelled\n")
+    await jq.enqueue_many("x", [{}] * 3)
+    assert json.loads(jobqueue(env, "jobs", "cancel", "--type", "x", "--json").stdout) == {
+        "cancelled": 3,
+        "requested": 0,
+    }
+    nothing = jobqueue(env, "jobs", "cancel")
+    assert (nothing.returncode, nothing.stderr.count("\n")) == (2, 1)
+
+
+async def test_retry_from_the_cli(env: dict[str, str], db: asyncpg.Connection, schema: str) -> None:
+    one, *_ = await dead_letters(db, schema, [("mail", "a", 1), ("mail", "a", 1), ("sms", "a", 1)])
+    out = jobqueue(env, "jobs", "retry", str(one))
+    assert (out.returncode, out.stdout) == (0, f"job {one} (mail) is pending again\n")
+    again = jobqueue(env, "jobs", "retry", str(one))
+    assert again.returncode == 1
+    assert again.stderr == (
+        f"jobqueue: error: cannot retry job {one}: it is pending; only failed or cancelled "
+        "jobs can be\n"
+    )
+    assert json.loads(jobqueue(env, "jobs", "retry", "--type", "mail", "--json").stdout) == {
+        "retried": 1
+    }
+    nothing = jobqueue(env, "jobs", "retry")
+    assert (nothing.returncode, nothing.stderr.count("\n")) == (2, 1)
+    assert "--all" in nothing.stderr
+    naive = jobqueue(env, "jobs", "retry", "--finished-after", "2026-01-01T00:00:00")
+    assert (naive.returncode, "needs a time zone" in naive.stderr) == (2, True)
+    assert jobqueue(env, "jobs", "retry", "--all").stdout == "1 job pending again\n"
+
+
+async def test_queues_from_the_cli(env: dict[str, str], jq: JobQueue) -> None:
+    await jq.enqueue("x", queue="mail")
+    out = jobqueue(env, "queues", "pause", "mail")
+    assert out.returncode == 0, out.stderr
+    header, row = (line.split() for line in out.stdout.splitlines())
+    assert header == ["QUEUE", "PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED",
+                      "OLDEST", "STATE"]  # fmt: skip
+    assert row[:6] == ["mail", "1", "0", "0", "0", "0"]
+    assert row[6].endswith("s")
+    assert row[7] == "paused"
+    listed = json.loads(jobqueue(env, "queues", "--json").stdout)
+    assert [(q["name"], q["paused"]) for q in listed] == [("mail", True)]
+    assert jobqueue(env, "queues", "resume", "mail").stdout.splitlines()[1].split()[-1] == "active"
+    bad = jobqueue(env, "queues", "pause", "no spaces")
+    assert (bad.returncode, bad.stderr.count("\n")) == (2, 1)
+    assert bad.stderr.startswith("jobqueue: error: queue: must match")
+
+
+def test_the_queue_flag_sets_limits(spawn: Spawn, env: dict[str, str]) -> None:
+    worker = spawn(["worker", "--queue", "mail=3", "--queue", "default"], env, name="worker")
+    worker.wait_for_output("queues='mail=3,default'")
+    assert worker.stop() == 0
+
+
+def test_unique_enqueue_from_the_cli(env: dict[str, str]) -> None:
+    first = json.loads(jobqueue(env, "enqueue", "x", "--unique-key", "k", "--json").stdout)
+    second = json.loads(jobqueue(env, "enqueue", "x", "--unique-key", "k", "--json").stdout)
+    assert first["id"] == second["id"]
+    assert first["unique_key"] == "k"

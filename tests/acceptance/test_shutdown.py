@@ -3,34 +3,13 @@ period; what is left is handed back with its attempt not counted; exit code 0.""
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import time
 
 import pytest
 
-from jobqueue.app import JobQueue
 from jobqueue.config import Settings
-from jobqueue.job import Job
-from tests.conftest import Process, Spawn
-
-
-def enqueue(settings: Settings, type: str, payload: dict[str, object]) -> Job:
-    async def go() -> Job:
-        async with JobQueue(settings=settings) as jq:
-            return await jq.enqueue(type, payload)
-
-    return asyncio.run(go())
-
-
-def get(settings: Settings, job_id: int) -> Job:
-    async def go() -> Job:
-        async with JobQueue(settings=settings) as jq:
-            job = await jq.get(job_id)
-            assert job is not None
-            return job
-
-    return asyncio.run(go())
+from tests.conftest import Process, Spawn, enqueue, get
 
 
 def start_worker(spawn: Spawn, env: dict[str, str], *args: str) -> Process:

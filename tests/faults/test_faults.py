@@ -18,8 +18,6 @@ from jobqueue.config import Settings
 from tests.apps.ledger_app import create_ledger
 from tests.conftest import Process, Spawn
 
-pytestmark = pytest.mark.faults
-
 LEASE = 2.0
 INTERVAL = 0.5
 JOBS = 3000
@@ -162,7 +160,7 @@ def test_listener_loss_is_covered_by_polling_and_repaired(
     lost_at = time.monotonic()
     worker.wait_for_output("listener connection lost; polling until it is back")
 
-    from tests.acceptance.test_shutdown import enqueue, get
+    from tests.conftest import enqueue, get
 
     settings = Settings(database_url=pg_dsn, schema=schema)
     job = enqueue(settings, "noop", {})

@@ -27,8 +27,6 @@ from jobqueue.db import pool
 from tests.conftest import ROOT, Spawn
 from tests.faults.netproxy import NetProxy, dsn_via
 
-pytestmark = pytest.mark.faults
-
 BLACKHOLE_SECONDS = 16.0
 # The promise: while cut off, every request is answered (503) within this...
 REQUEST_BOUND = 10.0

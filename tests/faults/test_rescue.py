@@ -11,10 +11,7 @@ import time
 import pytest
 
 from jobqueue.config import Settings
-from tests.acceptance.test_shutdown import enqueue, get
-from tests.conftest import Spawn
-
-pytestmark = pytest.mark.faults
+from tests.conftest import Spawn, enqueue, get
 
 LEASE = 1.5
 INTERVAL = 0.3

@@ -170,29 +170,3 @@ async def test_enqueue_many_is_all_or_nothing(jq: JobQueue) -> None:
     with pytest.raises(ValueError, match=r"^payloads\[1\]: "):
         await jq.enqueue_many("bulk", [{"ok": 1}, "not a mapping"])  # type: ignore[list-item]
     assert await jq.list() == []
-
-
-def test_task_options_are_checked_at_registration() -> None:
-    jq = JobQueue(dsn="postgresql://unused")
-    with pytest.raises(ValueError, match=r"^queue: "):
-        jq.task("a", queue="no spaces allowed")
-    with pytest.raises(ValueError, match=r"^max_attempts: "):
-        jq.task("a", max_attempts=0)
-    with pytest.raises(ValueError, match=r"^type: "):
-        jq.task("")
-    jq.task(" padded ")(lambda payload: None)
-    assert list(jq.tasks) == ["padded"]
-
-
-def test_a_worker_process_loads_neither_pydantic_nor_the_http_stack() -> None:
-    """What a `jobqueue worker` process imports; pydantic alone costs ~10 MiB each."""
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, jobqueue, jobqueue.cli, jobqueue.worker, jobqueue.demo\n"
-        "print(sorted({m.split('.')[0] for m in sys.modules} & "
-        "{'pydantic', 'fastapi', 'starlette', 'uvicorn'}))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"

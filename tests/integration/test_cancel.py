@@ -1,11 +1,10 @@
 """Cancellation: a pending job at once; a running one is stopped by its worker (async
 cancelled, sync told, isolated killed) and ends cancelled, never retried; in bulk; from
-Python, over HTTP and from the CLI."""
+Python and over HTTP (the CLI's in acceptance/test_cli.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 from typing import Any
@@ -17,8 +16,7 @@ import pytest
 from jobqueue import JobContext
 from jobqueue.app import JobQueue
 from jobqueue.job import JobNotFound, JobStateError, JobStatus
-from tests.acceptance.test_cli import jobqueue as cli
-from tests.conftest import StartWorker, wait_final
+from tests.integration.conftest import StartWorker, wait_final
 
 pytestmark = pytest.mark.anyio
 
@@ -142,19 +140,6 @@ async def test_cancel_conflicts_and_bulk_cancel(
     }
     left = await db.fetchval(f"""SELECT count(*) FROM "{schema}".jobs WHERE status = 'pending'""")
     assert left == 2
-
-
-async def test_cancel_from_the_cli(env: dict[str, str], jq: JobQueue) -> None:
-    job = await jq.enqueue("x")
-    out = cli(env, "jobs", "cancel", str(job.id))
-    assert (out.returncode, out.stdout) == (0, f"job {job.id} (x) is cancelled\n")
-    await jq.enqueue_many("x", [{}] * 3)
-    assert json.loads(cli(env, "jobs", "cancel", "--type", "x", "--json").stdout) == {
-        "cancelled": 3,
-        "requested": 0,
-    }
-    nothing = cli(env, "jobs", "cancel")
-    assert (nothing.returncode, nothing.stderr.count("\n")) == (2, 1)
 
 
 async def test_a_running_isolated_job_is_killed(

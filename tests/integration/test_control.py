@@ -1,9 +1,8 @@
-"""Operators acting on jobs: manual retry (one, or by filter), from Python, over HTTP and
-from the CLI."""
+"""Operators acting on jobs: manual retry (one, or by filter), from Python and over HTTP
+(the CLI's in acceptance/test_cli.py)."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,30 +13,10 @@ import pytest
 from jobqueue import JobContext
 from jobqueue.app import JobQueue
 from jobqueue.job import JobNotFound, JobStateError, JobStatus
-from tests.acceptance.test_cli import jobqueue as cli
-from tests.conftest import StartWorker, wait_final
+from tests.conftest import dead_letters
+from tests.integration.conftest import StartWorker, wait_final
 
 pytestmark = pytest.mark.anyio
-
-
-async def dead_letters(
-    db: asyncpg.Connection, schema: str, rows: list[tuple[str, str, int]]
-) -> list[int]:
-    """Failed jobs as (type, queue, hours since they failed)."""
-    ids = []
-    for type_, queue, hours_ago in rows:
-        ids.append(
-            await db.fetchval(
-                f"""INSERT INTO "{schema}".jobs (type, queue, status, attempts, last_error,
-                                                 finished_at)
-                    VALUES ($1, $2, 'failed', 3, 'boom', now() - make_interval(hours => $3))
-                    RETURNING id""",
-                type_,
-                queue,
-                hours_ago,
-            )
-        )
-    return ids
 
 
 async def test_a_retried_dead_letter_runs_again_with_fresh_attempts(
@@ -124,24 +103,3 @@ async def test_bulk_retry_goes_in_batches(
         await db.fetchval(f"""SELECT count(*) FROM "{schema}".jobs WHERE status = 'pending'""")
         == 30
     )
-
-
-async def test_retry_from_the_cli(env: dict[str, str], db: asyncpg.Connection, schema: str) -> None:
-    one, *_ = await dead_letters(db, schema, [("mail", "a", 1), ("mail", "a", 1), ("sms", "a", 1)])
-    out = cli(env, "jobs", "retry", str(one))
-    assert (out.returncode, out.stdout) == (0, f"job {one} (mail) is pending again\n")
-    again = cli(env, "jobs", "retry", str(one))
-    assert again.returncode == 1
-    assert again.stderr == (
-        f"jobqueue: error: cannot retry job {one}: it is pending; only failed or cancelled "
-        "jobs can be\n"
-    )
-    assert json.loads(cli(env, "jobs", "retry", "--type", "mail", "--json").stdout) == {
-        "retried": 1
-    }
-    nothing = cli(env, "jobs", "retry")
-    assert (nothing.returncode, nothing.stderr.count("\n")) == (2, 1)
-    assert "--all" in nothing.stderr
-    naive = cli(env, "jobs", "retry", "--finished-after", "2026-01-01T00:00:00")
-    assert (naive.returncode, "needs a time zone" in naive.stderr) == (2, True)
-    assert cli(env, "jobs", "retry", "--all").stdout == "1 job pending again\n"

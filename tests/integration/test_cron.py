@@ -12,12 +12,11 @@ import asyncpg
 import pytest
 
 from jobqueue.app import JobQueue
-from jobqueue.config import ConfigError, cron_entries
 from jobqueue.cron import Schedule
 from jobqueue.db.sql import queries
 from jobqueue.job import JobStatus
 from jobqueue.maintenance.scheduler import Scheduler
-from tests.conftest import StartWorker, wait_final
+from tests.integration.conftest import StartWorker, wait_final
 
 pytestmark = pytest.mark.anyio
 
@@ -83,16 +82,3 @@ async def test_a_task_with_cron_runs_on_its_schedule_under_two_workers(
     [row] = await db.fetch(f'SELECT id FROM "{schema}".jobs')
     assert (await wait_final(jq, row["id"])).status == JobStatus.COMPLETED
     assert len(ticks) == 1
-
-
-def test_bad_schedules_are_refused_naming_the_field() -> None:
-    jq = JobQueue(dsn="postgresql://unused")
-    with pytest.raises(ValueError, match=r"^cron: 'every minute' is not a cron expression"):
-        jq.task("a", cron="every minute")
-    with pytest.raises(ValueError, match=r"^cron_timezone: unknown time zone 'Mars/Base'"):
-        jq.task("a", cron="* * * * *", cron_timezone="Mars/Base")
-    assert cron_entries("C", "report=0 9 * * 1-5@Europe/Paris;cleanup=*/10 * * * *")
-    with pytest.raises(ConfigError, match=r"^C: 'report' is not type=cron expression"):
-        cron_entries("C", "report")
-    with pytest.raises(ConfigError, match=r"^C: cron: '61 \* \* \* \*' is not a cron"):
-        cron_entries("C", "x=61 * * * *")

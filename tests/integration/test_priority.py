@@ -13,7 +13,7 @@ from jobqueue.app import JobQueue
 from jobqueue.db.sql import queries
 from jobqueue.job import JobStatus
 from jobqueue.maintenance.aging import Aging
-from tests.conftest import StartWorker, wait_final
+from tests.integration.conftest import StartWorker, wait_final
 
 pytestmark = pytest.mark.anyio
 

@@ -1,10 +1,9 @@
 """Queues: counts by state kept by triggers, the longest wait, pause and resume across
-workers; from Python, over HTTP and from the CLI."""
+workers; from Python and over HTTP (the CLI's in acceptance/test_cli.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from typing import Any
 
@@ -15,8 +14,7 @@ import pytest
 from jobqueue.app import JobQueue
 from jobqueue.db.sql import queries
 from jobqueue.job import JobStatus
-from tests.acceptance.test_cli import jobqueue as cli
-from tests.conftest import Spawn, StartWorker, add_ok_and_bad_tasks, wait_final
+from tests.integration.conftest import StartWorker, add_ok_and_bad_tasks, wait_final
 
 pytestmark = pytest.mark.anyio
 
@@ -127,24 +125,6 @@ async def test_a_paused_queue_accepts_jobs_but_starts_none_until_resumed(
     assert bad.json()["detail"][0]["field"] == "name"
 
 
-async def test_queues_from_the_cli(env: dict[str, str], jq: JobQueue) -> None:
-    await jq.enqueue("x", queue="mail")
-    out = cli(env, "queues", "pause", "mail")
-    assert out.returncode == 0, out.stderr
-    header, row = (line.split() for line in out.stdout.splitlines())
-    assert header == ["QUEUE", "PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED",
-                      "OLDEST", "STATE"]  # fmt: skip
-    assert row[:6] == ["mail", "1", "0", "0", "0", "0"]
-    assert row[6].endswith("s")
-    assert row[7] == "paused"
-    listed = json.loads(cli(env, "queues", "--json").stdout)
-    assert [(q["name"], q["paused"]) for q in listed] == [("mail", True)]
-    assert cli(env, "queues", "resume", "mail").stdout.splitlines()[1].split()[-1] == "active"
-    bad = cli(env, "queues", "pause", "no spaces")
-    assert (bad.returncode, bad.stderr.count("\n")) == (2, 1)
-    assert bad.stderr.startswith("jobqueue: error: queue: must match")
-
-
 async def test_a_queue_limit_caps_its_jobs_while_other_queues_use_the_free_slots(
     jq: JobQueue, start_worker: StartWorker
 ) -> None:
@@ -172,22 +152,3 @@ async def test_a_queue_limit_caps_its_jobs_while_other_queues_use_the_free_slots
         assert (await wait_final(jq, job_id)).status == JobStatus.COMPLETED
     assert peak["slow"] == 2
     assert peak["fast"] >= 5  # the slots the slow queue may not take
-
-
-def test_queue_limits_are_parsed_or_refused_in_one_line() -> None:
-    from jobqueue.config import ConfigError, queue_limits, queue_list
-
-    assert queue_limits(queue_list("Q", "mail=10, reports=2,default")) == {
-        "mail": 10,
-        "reports": 2,
-        "default": None,
-    }
-    for bad in ("mail=0", "mail=x", "no spaces=1", ""):
-        with pytest.raises(ConfigError, match=r"e\.g\. mail=10,default"):
-            queue_list("JOBQUEUE_QUEUES", bad)
-
-
-def test_the_queue_flag_sets_limits(spawn: Spawn, env: dict[str, str]) -> None:
-    worker = spawn(["worker", "--queue", "mail=3", "--queue", "default"], env, name="worker")
-    worker.wait_for_output("queues='mail=3,default'")
-    assert worker.stop() == 0

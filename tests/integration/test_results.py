@@ -9,7 +9,6 @@ import time
 from typing import Any
 
 import asyncpg
-import httpx
 import pytest
 from pydantic import BaseModel
 
@@ -20,7 +19,7 @@ from jobqueue.job import JobNotFound, JobStatus
 from jobqueue.testing import drain
 from jobqueue.worker.claimed import ClaimedJob
 from jobqueue.worker.progress import ProgressWriter
-from tests.conftest import Spawn, StartWorker
+from tests.integration.conftest import StartWorker
 
 pytestmark = pytest.mark.anyio
 
@@ -197,48 +196,6 @@ async def test_progress_of_a_stale_attempt_is_not_written(jq: JobQueue) -> None:
     assert stored.progress is None
     with pytest.raises(ValueError, match="fraction must be a number from 0 to 1"):
         writer.report(ClaimedJob(job.id, job.type, job.queue, {}, 1, 3, 0), 1.5, None)
-
-
-def test_http_long_poll_over_a_real_server(env: dict[str, str], spawn: Spawn) -> None:
-    env.update(
-        JOBQUEUE_APP="jobqueue.demo:jq",
-        JOBQUEUE_PROGRESS_INTERVAL="0.1",
-        JOBQUEUE_SHUTDOWN_TIMEOUT="1",
-    )
-    server = spawn(["serve"], env)
-    base = f"http://127.0.0.1:{env['PORT']}"
-    server.wait_http(base)
-    short = httpx.post(f"{base}/jobs", json={"type": "sleep", "payload": {"seconds": 1}}).json()
-    answer = httpx.get(f"{base}/jobs/{short['id']}", params={"wait": 30}, timeout=40)
-    job = answer.json()
-    assert (answer.status_code, job["status"]) == (200, "completed")
-    assert job["result"] == {"slept_seconds": 1.0}
-    assert job["progress"]["fraction"] == 1.0
-    assert job["progress"]["message"] == "slept 1s of 1s"
-
-    long = httpx.post(f"{base}/jobs", json={"type": "sleep", "payload": {"seconds": 60}}).json()
-    still = httpx.get(f"{base}/jobs/{long['id']}", params={"wait": 0.5}, timeout=40).json()
-    assert still["status"] in ("pending", "running")  # the wait ran out: the job as it is
-    bad = httpx.get(f"{base}/jobs/{long['id']}", params={"wait": 301})
-    assert bad.status_code == 422
-    assert bad.json()["detail"][0]["field"] == "wait"
-    assert httpx.get(f"{base}/jobs/999999", params={"wait": 1}).status_code == 404
-
-    # A long-poll in flight when the server stops is answered, not dropped.
-    answers: list[httpx.Response] = []
-    poll = threading.Thread(
-        target=lambda: answers.append(
-            httpx.get(f"{base}/jobs/{long['id']}", params={"wait": 300}, timeout=60)
-        )
-    )
-    poll.start()
-    time.sleep(0.5)
-    server.popen.terminate()
-    poll.join(60)
-    assert not poll.is_alive()
-    assert answers[0].status_code == 200
-    assert answers[0].json()["status"] in ("pending", "running", "cancelled")
-    assert server.popen.wait(30) == 0
 
 
 async def test_context_log_is_bound_to_the_job(

@@ -9,10 +9,9 @@ import asyncpg
 import pytest
 
 from jobqueue.app import JobQueue
-from jobqueue.config import ConfigError, retention
 from jobqueue.db.sql import queries
 from jobqueue.maintenance.retention import Retention
-from tests.conftest import StartWorker
+from tests.integration.conftest import StartWorker
 
 pytestmark = pytest.mark.anyio
 
@@ -99,14 +98,3 @@ async def test_the_leader_deletes_old_jobs_while_workers_run(
     while await jq.get(old) is not None:
         assert time.monotonic() < deadline, "the leader did not delete the old job"
         await asyncio.sleep(0.05)
-
-
-def test_retention_settings_take_durations() -> None:
-    assert retention("R", "86400") == 86400
-    assert retention("R", "90m") == 5400
-    assert retention("R", "7d") == 7 * DAY
-    assert retention("R", "forever") is None
-    with pytest.raises(ConfigError, match="R must be a duration such as 86400, 90m, 24h or 7d"):
-        retention("R", "soon")
-    with pytest.raises(ConfigError):
-        retention("R", "-1h")

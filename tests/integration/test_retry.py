@@ -1,4 +1,4 @@
-"""Retry policies, a handler's own decisions (RetryAt, Discard), and the attempt history
+"""Retry policies at work, a handler's own decisions (RetryAt, Discard), and the attempt history
 a dead letter keeps."""
 
 from __future__ import annotations
@@ -11,22 +11,12 @@ from typing import Any
 import httpx
 import pytest
 
-from jobqueue import Discard, ExponentialBackoff, FixedDelay, JobContext, RetryAt
+from jobqueue import Discard, JobContext, RetryAt
 from jobqueue.app import JobQueue
 from jobqueue.job import JobStatus
-from tests.conftest import StartWorker, wait_final
+from tests.integration.conftest import StartWorker, wait_final
 
 pytestmark = pytest.mark.anyio
-
-
-def test_exponential_backoff_doubles_within_its_jitter_up_to_the_cap() -> None:
-    policy = ExponentialBackoff(base=10, cap=100, jitter=0.1)
-    for attempt, expected in [(1, 10), (2, 20), (3, 40), (4, 80), (5, 100), (50, 100)]:
-        delays = [policy(attempt) for _ in range(200)]
-        assert all(expected * 0.9 <= d <= expected * 1.1 for d in delays), (attempt, delays)
-        assert len(set(delays)) > 1  # jittered, so jobs that failed together spread out
-    assert FixedDelay(7)(1) == FixedDelay(7)(9) == 7
-    assert ExponentialBackoff(jitter=0)(1000) == 3600  # no overflow on a huge attempt
 
 
 async def test_a_task_policy_sets_the_wait_between_attempts(
@@ -79,13 +69,6 @@ async def test_discard_fails_the_job_at_once_whatever_attempts_are_left(
     done = await wait_final(jq, job.id)
     assert (done.status, done.attempts) == (JobStatus.FAILED, 1)
     assert done.last_error == "discarded: customer 7 no longer exists"
-
-
-def test_retry_at_needs_exactly_one_time() -> None:
-    with pytest.raises(ValueError, match="exactly one"):
-        RetryAt()
-    with pytest.raises(ValueError, match="time zone"):
-        RetryAt(at=datetime(2030, 1, 1))
 
 
 async def test_a_dead_letter_keeps_every_attempt_with_its_traceback(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from importlib import resources
 
 import asyncpg
 import pytest
@@ -14,15 +13,6 @@ from jobqueue.db.migrate import migrate
 from jobqueue.db.sql import QUERY_NAMES, migrations, queries
 
 pytestmark = pytest.mark.anyio
-
-
-def test_every_query_file_is_loaded() -> None:
-    files = {
-        f.name.removesuffix(".sql")
-        for f in (resources.files("jobqueue.db") / "queries").iterdir()
-        if f.name.endswith(".sql")
-    }
-    assert files == set(QUERY_NAMES)
 
 
 async def test_every_query_prepares(db: asyncpg.Connection, schema: str) -> None:

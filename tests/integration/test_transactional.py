@@ -17,7 +17,7 @@ from jobqueue.app import JobQueue
 from jobqueue.context import JobContext
 from jobqueue.db.sql import channel_name
 from jobqueue.job import Job, JobStatus
-from tests.conftest import StartWorker, wait_final
+from tests.integration.conftest import StartWorker, wait_final
 
 T = TypeVar("T")
 

@@ -1,14 +1,11 @@
 """Typed tasks: a payload annotated with a pydantic model, a dataclass or a TypedDict is
-checked at enqueue (Python and HTTP) and at run, and mypy checks ``task.enqueue``."""
+checked at enqueue (Python and HTTP) and at run (mypy's checks: unit/test_typed_tasks.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import subprocess
-import sys
 from datetime import date
-from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
 import asyncpg
@@ -21,7 +18,6 @@ from jobqueue.context import JobContext
 from jobqueue.job import JobStatus
 from jobqueue.task import PayloadError
 from jobqueue.testing import assert_enqueued, drain
-from tests.conftest import ROOT
 
 pytestmark = pytest.mark.anyio
 
@@ -164,77 +160,6 @@ async def test_http_names_every_bad_payload_field_and_stores_nothing(
     assert good.status_code == 201
     assert good.json()["payload"] == {"to": "a@example.com", "subject": "Hello", "send_on": None}
     assert await count(db, schema) == 1
-
-
-MYPY_APP = """
-from dataclasses import dataclass
-from typing import TypedDict
-from pydantic import BaseModel
-from jobqueue import JobContext, JobQueue
-
-class Email(BaseModel):
-    to: str
-
-@dataclass
-class Invoice:
-    number: int
-
-class Resize(TypedDict):
-    path: str
-    width: int
-
-jq = JobQueue()
-
-@jq.task("send_email")
-async def send_email(email: Email, ctx: JobContext) -> None: ...
-
-@jq.task("invoice")
-def invoice(payload: Invoice) -> None: ...
-
-@jq.task("resize")
-def resize(payload: Resize) -> None: ...
-
-async def main() -> None:
-    send_email.enqueue(Email(to="a@b.c"), delay_seconds=5)
-    await send_email.enqueue_async(Email(to="a@b.c"))
-    resize.enqueue({"path": "a.png", "width": 3})
-    send_email.enqueue(to="a@b.c", queue="mail")
-    await invoice.enqueue_async(number=7)
-    resize.enqueue(path="a.png", width=3)
-    send_email.enqueue({"to": "a@b.c"})  # line 36: not an Email
-    resize.enqueue({"path": "a.png", "width": "wide"})  # line 37
-    send_email.enqueue(Email(to="a@b.c"), delay=5)  # line 38: no such option, nor field
-    send_email.enqueue(to=3)  # line 39: the field's type
-    invoice.enqueue(numbr=7)  # line 40: no such field
-    resize.enqueue(path="a.png", width="wide")  # line 41
-"""
-
-
-@pytest.mark.parametrize(
-    ("plugins", "errors"),
-    [
-        # mypy alone checks the payload objects; the keyword form needs the plugin.
-        ("", [36, 37]),
-        ("pydantic.mypy, jobqueue.mypy", [36, 37, 38, 39, 40, 41]),
-    ],
-)
-def test_mypy_checks_task_enqueue(tmp_path: Path, plugins: str, errors: list[int]) -> None:
-    (tmp_path / "app.py").write_text(MYPY_APP)
-    (tmp_path / "mypy.ini").write_text(
-        f"[mypy]\nstrict = True\nplugins = {plugins}\n[pydantic-mypy]\ninit_typed = True\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--config-file", str(tmp_path / "mypy.ini"),
-         "--no-error-summary", str(tmp_path / "app.py")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )  # fmt: skip
-    lines = sorted(
-        {int(line.split(":")[1]) for line in result.stdout.splitlines() if ": error:" in line}
-    )
-    assert lines == errors, result.stdout
 
 
 async def test_keyword_form_at_run_time(jq: JobQueue) -> None:

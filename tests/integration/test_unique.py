@@ -1,10 +1,10 @@
 """Unique jobs: one job per key while it is pending or running (and, if asked, for a
-while after it completed), under concurrent enqueues; Python, HTTP and CLI."""
+while after it completed), under concurrent enqueues; from Python and over HTTP (a real
+server's and the CLI's: acceptance/)."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import asyncpg
@@ -13,8 +13,7 @@ import pytest
 
 from jobqueue.app import JobQueue
 from jobqueue.job import JobStatus
-from tests.acceptance.test_cli import jobqueue as cli
-from tests.conftest import Spawn, StartWorker, add_ok_and_bad_tasks, wait_final
+from tests.integration.conftest import StartWorker, add_ok_and_bad_tasks, wait_final
 
 pytestmark = pytest.mark.anyio
 
@@ -69,25 +68,6 @@ async def test_concurrent_enqueues_store_one_job(
     assert await count(db, schema) == 1
 
 
-async def test_fifty_concurrent_http_requests_with_one_idempotency_key(
-    spawn: Spawn, env: dict[str, str], db: asyncpg.Connection, schema: str
-) -> None:
-    api = spawn(["api"], env, name="api")
-    base = f"http://127.0.0.1:{env['PORT']}"
-    api.wait_http(base)
-    async with httpx.AsyncClient(base_url=base, timeout=30) as client:
-        answers = await asyncio.gather(
-            *(
-                client.post("/jobs", json={"type": "x"}, headers={"Idempotency-Key": "order-7"})
-                for _ in range(50)
-            )
-        )
-    statuses = sorted(a.status_code for a in answers)
-    assert statuses == [200] * 49 + [201]
-    assert len({a.json()["id"] for a in answers}) == 1
-    assert await count(db, schema) == 1
-
-
 async def test_bad_unique_options_are_refused_naming_the_field(
     api_client: httpx.AsyncClient, jq: JobQueue, db: asyncpg.Connection, schema: str
 ) -> None:
@@ -103,10 +83,3 @@ async def test_bad_unique_options_are_refused_naming_the_field(
     with pytest.raises(ValueError, match=r"^unique_for: needs a unique_key"):
         await jq.enqueue("x", unique_for=5)
     assert await count(db, schema) == 0
-
-
-def test_unique_enqueue_from_the_cli(env: dict[str, str]) -> None:
-    first = json.loads(cli(env, "enqueue", "x", "--unique-key", "k", "--json").stdout)
-    second = json.loads(cli(env, "enqueue", "x", "--unique-key", "k", "--json").stdout)
-    assert first["id"] == second["id"]
-    assert first["unique_key"] == "k"

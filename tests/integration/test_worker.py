@@ -14,11 +14,11 @@ import pytest
 import structlog
 
 from jobqueue import JobContext
-from jobqueue.app import JobQueue, Task
+from jobqueue.app import JobQueue
 from jobqueue.job import JobStatus
 from jobqueue.worker.claimed import ClaimedJob
 from jobqueue.worker.completer import Completer
-from tests.conftest import StartWorker, wait_final
+from tests.integration.conftest import StartWorker, wait_final
 
 pytestmark = pytest.mark.anyio
 
@@ -238,14 +238,6 @@ async def test_a_failing_handler_does_not_stop_the_others(
         assert (await wait_final(jq, job.id)).last_error == "KeyError: 'missing'"
 
 
-def test_task_registration_rejects_duplicates() -> None:
-    jq = JobQueue(dsn="postgresql://unused")
-    jq.task("dup")(lambda payload: None)
-    with pytest.raises(ValueError, match="already registered"):
-        jq.task("dup")(lambda payload: None)
-    assert isinstance(jq.tasks["dup"], Task)
-
-
 async def test_sync_handlers_get_payload_and_context(
     jq: JobQueue, start_worker: StartWorker
 ) -> None:
@@ -306,12 +298,6 @@ async def test_default_timeout_applies_to_sync_handlers_too(
     assert (done.status, done.last_error) == (JobStatus.FAILED, "job exceeded its timeout of 0.2s")
 
 
-def test_task_timeout_must_be_positive() -> None:
-    jq = JobQueue(dsn="postgresql://unused")
-    with pytest.raises(ValueError, match="timeout must be a positive number"):
-        jq.task("t", timeout=0)
-
-
 async def test_isolated_sync_handlers_run_in_a_child_process(
     jq: JobQueue, start_worker: StartWorker
 ) -> None:
@@ -324,12 +310,3 @@ async def test_isolated_sync_handlers_run_in_a_child_process(
     assert (await wait_final(jq, ok.id)).status == JobStatus.COMPLETED
     failed = await wait_final(jq, bad.id)
     assert (failed.status, failed.last_error) == (JobStatus.FAILED, "KeyError: 'missing'")
-
-
-def test_isolation_is_for_sync_handlers() -> None:
-    jq = JobQueue(dsn="postgresql://unused")
-    with pytest.raises(ValueError, match="isolated=True is for sync handlers"):
-
-        @jq.task("a", isolated=True)
-        async def a(payload: dict[str, Any]) -> None:
-            pass

@@ -1,4 +1,5 @@
-"""Settings: defaults, flags over environment, one-line errors, and the docs' table."""
+"""Settings: defaults, flags over environment, one-line errors, the docs' table, and the
+parsers of queue lists and durations."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 import pytest
 
 from jobqueue import config
-from jobqueue.config import ConfigError, Settings
+from jobqueue.config import ConfigError, Settings, queue_limits, queue_list, retention
 from tests.conftest import ROOT
 
 
@@ -105,3 +106,25 @@ def test_worker_processes_inherit_every_setting_none_included() -> None:
     assert again.job_timeout is None
     assert again.queues == ("mail=3", "default")
     assert again.retain_failed == settings.retain_failed
+
+
+def test_queue_limits_are_parsed_or_refused_in_one_line() -> None:
+    assert queue_limits(queue_list("Q", "mail=10, reports=2,default")) == {
+        "mail": 10,
+        "reports": 2,
+        "default": None,
+    }
+    for bad in ("mail=0", "mail=x", "no spaces=1", ""):
+        with pytest.raises(ConfigError, match=r"e\.g\. mail=10,default"):
+            queue_list("JOBQUEUE_QUEUES", bad)
+
+
+def test_retention_settings_take_durations() -> None:
+    assert retention("R", "86400") == 86400
+    assert retention("R", "90m") == 5400
+    assert retention("R", "7d") == 7 * 86400
+    assert retention("R", "forever") is None
+    with pytest.raises(ConfigError, match="R must be a duration such as 86400, 90m, 24h or 7d"):
+        retention("R", "soon")
+    with pytest.raises(ConfigError):
+        retention("R", "-1h")
