@@ -4,8 +4,10 @@ in flight when the server stops, and concurrent requests with one idempotency ke
 from __future__ import annotations
 
 import asyncio
-import threading
+import http.client
+import json
 import time
+from pathlib import Path
 
 import asyncpg
 import httpx
@@ -42,20 +44,30 @@ def test_http_long_poll_over_a_real_server(env: dict[str, str], spawn: Spawn) ->
     assert httpx.get(f"{base}/jobs/999999", params={"wait": 1}).status_code == 404
 
     # A long-poll in flight when the server stops is answered, not dropped.
-    answers: list[httpx.Response] = []
-    poll = threading.Thread(
-        target=lambda: answers.append(
-            httpx.get(f"{base}/jobs/{long['id']}", params={"wait": 300}, timeout=60)
-        )
-    )
-    poll.start()
-    time.sleep(0.5)
+    poll = http.client.HTTPConnection("127.0.0.1", int(env["PORT"]), timeout=60)
+    poll.request("GET", f"/jobs/{long['id']}?wait=300")
+    wait_until_read(int(env["PORT"]), poll.sock.getsockname()[1])
     server.popen.terminate()
-    poll.join(60)
-    assert not poll.is_alive()
-    assert answers[0].status_code == 200
-    assert answers[0].json()["status"] in ("pending", "running", "cancelled")
+    answer = poll.getresponse()
+    assert answer.status == 200
+    assert json.loads(answer.read())["status"] in ("pending", "running", "cancelled")
+    poll.close()
     assert server.popen.wait(30) == 0
+
+
+def wait_until_read(server_port: int, client_port: int, timeout: float = 10) -> None:
+    """Until the server has read all that the client on ``client_port`` sent: the
+    kernel's receive queue of the server's end of that connection is empty. The request
+    is then parsed and being answered, not bytes a stopping server could drop."""
+    ends = (f"0100007F:{server_port:04X}", f"0100007F:{client_port:04X}")
+    deadline = time.monotonic() + timeout
+    while True:
+        for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+            local, remote, _, queues = line.split()[1:5]
+            if (local, remote) == ends and queues.endswith(":00000000"):
+                return
+        assert time.monotonic() < deadline, "the server did not read the request"
+        time.sleep(0.01)
 
 
 async def test_fifty_concurrent_http_requests_with_one_idempotency_key(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import httpx
@@ -11,13 +10,11 @@ from tests.conftest import Spawn
 
 
 def wait_status(base: str, job_id: int, status: str, timeout: float = 20) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        job: dict[str, Any] = httpx.get(f"{base}/jobs/{job_id}").json()
-        if job["status"] == status:
-            return job
-        assert time.monotonic() < deadline, job
-        time.sleep(0.05)
+    """The job once final (a long-poll), which must be in ``status``."""
+    answer = httpx.get(f"{base}/jobs/{job_id}", params={"wait": timeout}, timeout=timeout + 10)
+    job: dict[str, Any] = answer.json()
+    assert job["status"] == status, job
+    return job
 
 
 def test_seed_walkthrough(env: dict[str, str], spawn: Spawn) -> None:
@@ -39,7 +36,9 @@ def test_seed_walkthrough(env: dict[str, str], spawn: Spawn) -> None:
     failed = wait_status(base, failing["id"], "failed")
     assert failed["attempts"] == 3
     assert failed["last_error"] == "RuntimeError: fail_test always fails"
-    time.sleep(1)  # stays failed: no further attempt
+    # Stays failed: a job enqueued after it has run, yet no further attempt was made.
+    later = httpx.post(f"{base}/jobs", json={"type": "noop", "payload": {}}).json()
+    wait_status(base, later["id"], "completed")
     assert httpx.get(f"{base}/jobs/{failing['id']}").json()["attempts"] == 3
 
     listed = httpx.get(f"{base}/jobs", params={"status": "failed"}).json()["jobs"]

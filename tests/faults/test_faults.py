@@ -214,9 +214,13 @@ def test_postgresql_restarts_under_load(tmp_path: Path, spawn: Spawn) -> None:
 
             for _ in range(5):
                 post_some(20)
+                noticed = outages_seen(worker)
                 server.stop()
                 post_some(5)  # while it is down
-                time.sleep(1)
+                deadline = time.monotonic() + 15
+                while outages_seen(worker) == noticed:  # down until the worker sees it too
+                    assert time.monotonic() < deadline, worker.output[-3000:]
+                    time.sleep(0.05)
                 server.start()
                 deadline = time.monotonic() + 15
                 while client.post("/jobs", json={"type": "noop"}).status_code != 201:
@@ -237,6 +241,12 @@ def test_postgresql_restarts_under_load(tmp_path: Path, spawn: Spawn) -> None:
         assert worker.stop() == 0
     finally:
         server.stop()
+
+
+def outages_seen(proc: Process) -> int:
+    """How many times the process has logged that the database is unavailable (while
+    starting: "Database unavailable; retrying"; after: "database unavailable; ...")."""
+    return proc.output.lower().count("database unavailable")
 
 
 @pytest.mark.slow

@@ -1,19 +1,20 @@
-"""Fixtures for tests against a real PostgreSQL in this process: a worker, the HTTP API
-over ASGI."""
+"""Fixtures for tests against a real PostgreSQL in this process: a worker whose test
+signals are armed, the NOTIFYs that announce new jobs, the HTTP API over ASGI."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 
 from jobqueue.app import JobQueue
-from jobqueue.job import FINAL_STATES, Job
+from jobqueue.db.sql import channel_name
 from jobqueue.worker import Worker
 
 StartWorker = Callable[..., Awaitable[Worker]]
@@ -21,11 +22,14 @@ StartWorker = Callable[..., Awaitable[Worker]]
 
 @pytest.fixture
 async def start_worker(jq: JobQueue) -> AsyncIterator[StartWorker]:
+    """Start a worker in this process, ``jq``'s settings overridden by the keywords.
+    Its signals are armed before it starts: a test can wait on what it does at once."""
     workers: list[Worker] = []
 
     async def start(**overrides: Any) -> Worker:
         settings = dataclasses.replace(jq.settings, **overrides)
         worker = Worker(await jq.pool(), jq.dsn, settings, jq.tasks)
+        worker.arm_signals()
         await worker.start()
         workers.append(worker)
         return worker
@@ -35,15 +39,43 @@ async def start_worker(jq: JobQueue) -> AsyncIterator[StartWorker]:
         await worker.stop(asyncio.Event())
 
 
-async def wait_final(jq: JobQueue, job_id: int, timeout: float = 15) -> Job:
-    deadline = time.monotonic() + timeout
-    while True:
-        job = await jq.get(job_id)
-        assert job is not None
-        if job.status in FINAL_STATES:
-            return job
-        assert time.monotonic() < deadline, f"job {job_id} still {job.status}"
-        await asyncio.sleep(0.02)
+class Notifications:
+    """The NOTIFYs that announce new jobs on a schema's channel, as a LISTEN of our own
+    receives them."""
+
+    def __init__(self, conn: asyncpg.Connection, channel: str) -> None:
+        self._conn = conn
+        self._channel = channel
+        self._received: asyncio.Queue[str] = asyncio.Queue()
+
+    async def listen(self) -> None:
+        await self._conn.add_listener(
+            self._channel, lambda *args: self._received.put_nowait(args[-1])
+        )
+
+    async def so_far(self) -> list[str]:
+        """The payloads of every NOTIFY sent before this call, not taken yet.
+
+        It sends one of its own and waits for it: PostgreSQL delivers a channel's
+        notifications in the order their transactions committed, so any sent before
+        (an enqueue's, say) has arrived by then, and none is missed for want of waiting.
+        """
+        marker = f"marker-{uuid.uuid4().hex}"
+        await self._conn.execute("SELECT pg_notify($1, $2)", self._channel, marker)
+        payloads = []
+        while (payload := await asyncio.wait_for(self._received.get(), 10)) != marker:
+            payloads.append(payload)
+        return payloads
+
+
+@pytest.fixture
+async def notified(jq: JobQueue, pg_dsn: str) -> AsyncIterator[Notifications]:
+    """The NOTIFYs that announce new jobs on this test's schema, from now on."""
+    conn = await asyncpg.connect(pg_dsn)
+    notifications = Notifications(conn, channel_name(jq.settings.schema))
+    await notifications.listen()
+    yield notifications
+    await conn.close()
 
 
 @pytest.fixture

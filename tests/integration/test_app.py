@@ -3,8 +3,6 @@ transaction."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,8 +11,8 @@ import pytest
 
 from jobqueue.app import JobQueue
 from jobqueue.config import Settings
-from jobqueue.db.sql import channel_name
 from jobqueue.job import JobStatus
+from tests.integration.conftest import Notifications
 
 pytestmark = pytest.mark.anyio
 
@@ -76,42 +74,30 @@ async def test_invalid_enqueue_raises_naming_the_field_and_stores_nothing(
     assert await jq.list() == []
 
 
-@pytest.fixture
-async def notified(jq: JobQueue, pg_dsn: str) -> AsyncIterator[asyncio.Queue[str]]:
-    """The payloads of the NOTIFYs that announce new jobs."""
-    received: asyncio.Queue[str] = asyncio.Queue()
-    listener = await asyncpg.connect(pg_dsn)
-    await listener.add_listener(
-        channel_name(jq.settings.schema), lambda *args: received.put_nowait(args[3])
-    )
-    yield received
-    await listener.close()
-
-
 async def test_enqueue_in_the_applications_transaction(
-    jq: JobQueue, pg_dsn: str, notified: asyncio.Queue[str]
+    jq: JobQueue, pg_dsn: str, notified: Notifications
 ) -> None:
     app_conn = await asyncpg.connect(pg_dsn)
     try:
         async with app_conn.transaction():
             kept = await jq.enqueue("kept", conn=app_conn)
             assert await jq.get(kept.id) is None  # invisible until commit
-            await asyncio.sleep(0.2)
-            assert notified.empty()  # and no worker is woken before it
+            assert await notified.so_far() == []  # and no worker is woken before it
         assert await jq.get(kept.id) is not None
-        assert await asyncio.wait_for(notified.get(), 5) == "default"
+        assert await notified.so_far() == ["default"]
 
         transaction = app_conn.transaction()
         await transaction.start()
         dropped = await jq.enqueue("dropped", conn=app_conn)
         await transaction.rollback()
         assert await jq.get(dropped.id) is None
+        assert await notified.so_far() == []
     finally:
         await app_conn.close()
 
 
 async def test_one_notify_per_transaction_and_queue_not_per_job(
-    jq: JobQueue, pg_dsn: str, notified: asyncio.Queue[str]
+    jq: JobQueue, pg_dsn: str, notified: Notifications
 ) -> None:
     conn = await asyncpg.connect(pg_dsn)
     try:
@@ -120,9 +106,7 @@ async def test_one_notify_per_transaction_and_queue_not_per_job(
                 await jq.enqueue("many", conn=conn)
             await jq.enqueue("other_queue", queue="q2", conn=conn)
             await jq.enqueue("later", queue="q3", delay_seconds=60, conn=conn)
-        await asyncio.sleep(0.5)
-        payloads = [notified.get_nowait() for _ in range(notified.qsize())]
-        assert sorted(payloads) == ["default", "q2"]  # none for a job not due yet
+        assert sorted(await notified.so_far()) == ["default", "q2"]  # none for one not due
     finally:
         await conn.close()
 
@@ -144,7 +128,7 @@ def test_sync_enqueue_and_get(settings: Settings) -> None:
 
 
 async def test_enqueue_many_stores_all_in_order_and_notifies_once(
-    jq: JobQueue, notified: asyncio.Queue[str]
+    jq: JobQueue, notified: Notifications
 ) -> None:
     ids = await jq.enqueue_many("bulk", ({"n": n} for n in range(2500)), queue="bulk", priority=1)
     assert len(ids) == 2500
@@ -157,8 +141,7 @@ async def test_enqueue_many_stores_all_in_order_and_notifies_once(
         1,
         3,
     )
-    await asyncio.sleep(0.3)
-    assert [notified.get_nowait() for _ in range(notified.qsize())] == ["bulk"]
+    assert await notified.so_far() == ["bulk"]
     assert await jq.enqueue_many("bulk", []) == []
 
 

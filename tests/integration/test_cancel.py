@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -16,7 +17,7 @@ import pytest
 from jobqueue import JobContext
 from jobqueue.app import JobQueue
 from jobqueue.job import JobNotFound, JobStateError, JobStatus
-from tests.integration.conftest import StartWorker, wait_final
+from tests.integration.conftest import StartWorker
 
 pytestmark = pytest.mark.anyio
 
@@ -30,13 +31,13 @@ async def test_a_pending_job_is_cancelled_at_once_and_never_runs(
     async def x(payload: dict[str, Any], ctx: JobContext) -> None:
         ran.append(ctx.id)
 
-    later = await jq.enqueue("x", delay_seconds=0.5)
-    answer = await api_client.post(f"/jobs/{later.id}/cancel")
+    job = await jq.enqueue("x")  # due: a worker's first claim pass would take it
+    answer = await api_client.post(f"/jobs/{job.id}/cancel")
     assert answer.status_code == 200
     assert answer.json()["status"] == "cancelled"
-    assert (await api_client.post(f"/jobs/{later.id}/cancel")).status_code == 200  # idempotent
-    await start_worker()
-    await asyncio.sleep(1.0)
+    assert (await api_client.post(f"/jobs/{job.id}/cancel")).status_code == 200  # idempotent
+    worker = await start_worker()
+    assert await worker.producer.signals.polled.wait() == 0  # that pass claims nothing
     assert ran == []
     assert (await jq.queue("default")).cancelled == 1
 
@@ -48,6 +49,8 @@ async def test_a_running_async_job_is_cancelled_by_its_worker_and_not_retried(
 
     @jq.task("long", max_attempts=5)
     async def long(payload: dict[str, Any]) -> None:
+        if started.is_set():
+            return  # run again, once retried by hand: done at once
         started.set()
         try:
             await asyncio.sleep(60)
@@ -62,12 +65,13 @@ async def test_a_running_async_job_is_cancelled_by_its_worker_and_not_retried(
     assert answer.status_code == 202
     assert answer.json()["cancel_requested_at"] is not None
     await asyncio.wait_for(stopped.wait(), 5)  # woken by NOTIFY, not a heartbeat later
-    done = await wait_final(jq, job.id)
+    done = await jq.wait(job.id, timeout=15)
     assert time.monotonic() - began < 2
     assert (done.status, done.attempts) == (JobStatus.CANCELLED, 1)
     assert done.last_error == "cancelled while running"
-    conflict = await api_client.post(f"/jobs/{job.id}/retry")
-    assert conflict.status_code == 200  # a cancelled job may be retried by hand
+    retried = await api_client.post(f"/jobs/{job.id}/retry")
+    assert retried.status_code == 200  # a cancelled job may be retried by hand
+    assert (await jq.wait(job.id, timeout=15)).status == JobStatus.COMPLETED
 
 
 async def test_a_sync_handler_sees_the_flag_and_the_job_ends_cancelled(
@@ -86,7 +90,7 @@ async def test_a_sync_handler_sees_the_flag_and_the_job_ends_cancelled(
     await start_worker()
     await asyncio.to_thread(started.wait, 10)
     await jq.cancel(job.id)
-    done = await wait_final(jq, job.id, timeout=10)
+    done = await jq.wait(job.id, timeout=10)
     assert (done.status, done.attempts) == (JobStatus.CANCELLED, 1)
 
 
@@ -107,7 +111,7 @@ async def test_a_missed_notify_is_caught_by_the_heartbeat(
     await db.execute(
         f'UPDATE "{schema}".jobs SET cancel_requested_at = now() WHERE id = $1', job.id
     )
-    done = await wait_final(jq, job.id, timeout=5)
+    done = await jq.wait(job.id, timeout=5)
     assert done.status == JobStatus.CANCELLED
 
 
@@ -143,18 +147,18 @@ async def test_cancel_conflicts_and_bulk_cancel(
 
 
 async def test_a_running_isolated_job_is_killed(
-    jq: JobQueue, start_worker: StartWorker, db: asyncpg.Connection, schema: str
+    jq: JobQueue, start_worker: StartWorker, tmp_path: Path
 ) -> None:
     from tests.apps import poison_app
 
     jq.tasks["isolated_spin"] = poison_app.jq.tasks["isolated_spin"]
-    job = await jq.enqueue("isolated_spin")
+    spinning = tmp_path / "spinning"
+    job = await jq.enqueue("isolated_spin", {"started": str(spinning)})
     await start_worker()
     deadline = time.monotonic() + 10
-    while (await jq.get(job.id)).status != JobStatus.RUNNING:  # type: ignore[union-attr]
+    while not spinning.exists():  # only the child process can tell it runs
         assert time.monotonic() < deadline
-        await asyncio.sleep(0.05)
-    await asyncio.sleep(0.3)  # the child process is spinning now
+        await asyncio.sleep(0.02)
     await jq.cancel(job.id)
-    done = await wait_final(jq, job.id, timeout=10)
+    done = await jq.wait(job.id, timeout=10)
     assert done.status == JobStatus.CANCELLED

@@ -14,7 +14,7 @@ from jobqueue import JobContext
 from jobqueue.app import JobQueue
 from jobqueue.job import JobNotFound, JobStateError, JobStatus
 from tests.conftest import dead_letters
-from tests.integration.conftest import StartWorker, wait_final
+from tests.integration.conftest import StartWorker
 
 pytestmark = pytest.mark.anyio
 
@@ -31,11 +31,11 @@ async def test_a_retried_dead_letter_runs_again_with_fresh_attempts(
 
     job = await jq.enqueue("flaky")
     await start_worker(retry_delay=0)
-    assert (await wait_final(jq, job.id)).status == JobStatus.FAILED
+    assert (await jq.wait(job.id, timeout=15)).status == JobStatus.FAILED
     fixed = True
     retried = await jq.retry(job.id)
     assert (retried.status, retried.attempts, retried.last_error) == (JobStatus.PENDING, 0, None)
-    done = await wait_final(jq, job.id)
+    done = await jq.wait(job.id, timeout=15)
     assert (done.status, done.attempts) == (JobStatus.COMPLETED, 1)
     # The history keeps the attempts before the retry.
     assert [a.error for a in await jq.attempts(job.id)] == [

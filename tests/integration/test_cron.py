@@ -16,7 +16,7 @@ from jobqueue.cron import Schedule
 from jobqueue.db.sql import queries
 from jobqueue.job import JobStatus
 from jobqueue.maintenance.scheduler import Scheduler
-from tests.integration.conftest import StartWorker, wait_final
+from tests.integration.conftest import StartWorker
 
 pytestmark = pytest.mark.anyio
 
@@ -67,18 +67,21 @@ async def test_a_task_with_cron_runs_on_its_schedule_under_two_workers(
     jq: JobQueue, start_worker: StartWorker, db: asyncpg.Connection, schema: str
 ) -> None:
     ticks: list[str] = []
+    ticked = asyncio.Event()
 
     @jq.task("heartbeat_report", cron="* * * * *")
     async def report(payload: dict[str, Any]) -> None:
         ticks.append(payload["tick"])
+        ticked.set()
 
-    await start_worker(rescue_interval=0.1)
-    await start_worker(rescue_interval=0.1)
-    deadline = asyncio.get_running_loop().time() + 10
-    while not ticks:
-        assert asyncio.get_running_loop().time() < deadline, "no tick ran"
-        await asyncio.sleep(0.05)
-    await asyncio.sleep(0.5)  # a few more maintenance rounds: still one job for the tick
+    workers = [await start_worker(rescue_interval=0.1) for _ in range(2)]
+    await asyncio.wait_for(ticked.wait(), 10)
+    # Three more maintenance rounds on each worker: the leader's scheduler has run again,
+    # twice at least since the tick's job ran, and made no second job for the tick.
+    for worker in workers:
+        worker.maintenance.signals.ran.clear()
+    rounds = await asyncio.gather(*(w.maintenance.signals.ran.times(3) for w in workers))
+    assert [True, True, True] in rounds, rounds
     [row] = await db.fetch(f'SELECT id FROM "{schema}".jobs')
-    assert (await wait_final(jq, row["id"])).status == JobStatus.COMPLETED
+    assert (await jq.wait(row["id"], timeout=15)).status == JobStatus.COMPLETED
     assert len(ticks) == 1

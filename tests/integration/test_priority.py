@@ -13,7 +13,7 @@ from jobqueue.app import JobQueue
 from jobqueue.db.sql import queries
 from jobqueue.job import JobStatus
 from jobqueue.maintenance.aging import Aging
-from tests.integration.conftest import StartWorker, wait_final
+from tests.integration.conftest import StartWorker
 
 pytestmark = pytest.mark.anyio
 
@@ -33,7 +33,7 @@ async def test_claim_order_is_priority_then_run_at_then_id(
     await jq.enqueue("x", {"name": "p0-third"}, priority=0)
     last = await jq.enqueue("x", {"name": "p9"}, priority=9)
     await start_worker(worker_count=1)
-    await wait_final(jq, last.id)
+    await jq.wait(last.id, timeout=15)
     assert order == ["p-1", "p0-second", "p0-third", "p5", "p9"]
 
 
@@ -70,7 +70,7 @@ async def test_a_low_priority_job_is_not_starved_by_a_stream_of_urgent_ones(
     low = await jq.enqueue("report", priority=3)
     started = time.monotonic()
     await start_worker(worker_count=1, priority_aging=0.3, rescue_interval=0.05)
-    done = await wait_final(jq, low.id, timeout=15)
+    done = await jq.wait(low.id, timeout=15)
     assert done.status == JobStatus.COMPLETED
     # Four steps of 0.3 s bring priority 3 level with 0, where it is the oldest.
     assert time.monotonic() - started < 6
@@ -88,7 +88,7 @@ async def test_without_aging_strict_priorities_starve(
     await jq.enqueue_many("urgent", [{}] * 3, priority=0)
     low = await jq.enqueue("report", priority=3)
     await start_worker(worker_count=1, priority_aging=None, rescue_interval=0.05)
-    await asyncio.sleep(2)
+    await asyncio.sleep(2)  # clock: longer than aging at 0.3 s steps would have taken
     assert (await jq.get(low.id)).status == JobStatus.PENDING  # type: ignore[union-attr]
 
 
@@ -107,8 +107,8 @@ async def test_a_scheduled_job_starts_at_its_time_within_the_poll_interval(
     when = datetime.now(UTC) + timedelta(seconds=0.8)
     by_time = await jq.enqueue("at", run_at=when)
     by_delay = await jq.enqueue("at", delay_seconds=0.8)
-    await wait_final(jq, by_time.id)
-    await wait_final(jq, by_delay.id)
+    await jq.wait(by_time.id, timeout=15)
+    await jq.wait(by_delay.id, timeout=15)
     # No NOTIFY announces a job that is not due yet: the poll finds it.
     for started in started_at:
         assert started >= when - timedelta(milliseconds=50)  # never early (clock skew aside)

@@ -11,10 +11,11 @@ import asyncpg
 import httpx
 import pytest
 
+from jobqueue import JobContext
 from jobqueue.app import JobQueue
 from jobqueue.db.sql import queries
 from jobqueue.job import JobStatus
-from tests.integration.conftest import StartWorker, add_ok_and_bad_tasks, wait_final
+from tests.integration.conftest import StartWorker, add_ok_and_bad_tasks
 
 pytestmark = pytest.mark.anyio
 
@@ -44,7 +45,7 @@ async def test_counts_follow_every_kind_of_change(
     worker = await start_worker(queues=("mail", "reports"))
     for job in await jq.list(limit=100):
         if job.queue != "later":
-            await wait_final(jq, job.id)
+            await jq.wait(job.id, timeout=15)
     await worker.stop(asyncio.Event())  # so that nothing moves while the counts are compared
     assert await jq.retry_many(queue="reports") == 7
     await db.execute(f"""DELETE FROM "{schema}".jobs WHERE id IN
@@ -104,11 +105,14 @@ async def test_a_paused_queue_accepts_jobs_but_starts_none_until_resumed(
     paused = await api_client.post("/queues/mail/pause")
     assert paused.status_code == 200
     assert (paused.json()["name"], paused.json()["paused"]) == ("mail", True)
-    await start_worker(queues=("mail", "default"))
+    worker = await start_worker(queues=("mail", "default"))
     held = await jq.enqueue("ok", queue="mail")
     free = await jq.enqueue("ok", queue="default")
-    assert (await wait_final(jq, free.id)).status == JobStatus.COMPLETED
-    await asyncio.sleep(0.6)  # three poll intervals
+    assert (await jq.wait(free.id, timeout=15)).status == JobStatus.COMPLETED
+    # Three claim passes over both queues since, two begun after it at least: none took
+    # the paused queue's job.
+    worker.producer.signals.polled.clear()
+    assert await worker.producer.signals.polled.times(3) == [0, 0, 0]
     assert (await jq.get(held.id)).status == JobStatus.PENDING  # type: ignore[union-attr]
     listed = {q["name"]: q for q in (await api_client.get("/queues")).json()["queues"]}
     assert listed["mail"]["paused"] is True
@@ -117,7 +121,7 @@ async def test_a_paused_queue_accepts_jobs_but_starts_none_until_resumed(
     started = time.monotonic()
     resumed = await api_client.post("/queues/mail/resume")
     assert resumed.json()["paused"] is False
-    assert (await wait_final(jq, held.id)).status == JobStatus.COMPLETED
+    assert (await jq.wait(held.id, timeout=15)).status == JobStatus.COMPLETED
     assert time.monotonic() - started < 0.5  # woken by NOTIFY, not a poll later
 
     bad = await api_client.post("/queues/no%20spaces/pause")
@@ -131,24 +135,19 @@ async def test_a_queue_limit_caps_its_jobs_while_other_queues_use_the_free_slots
     running = {"slow": 0, "fast": 0}
     peak = {"slow": 0, "fast": 0}
 
-    async def body(kind: str) -> None:
-        running[kind] += 1
-        peak[kind] = max(peak[kind], running[kind])
+    async def work(payload: dict[str, Any], ctx: JobContext) -> None:
+        running[ctx.type] += 1
+        peak[ctx.type] = max(peak[ctx.type], running[ctx.type])
         await asyncio.sleep(0.3)
-        running[kind] -= 1
+        running[ctx.type] -= 1
 
-    @jq.task("slow", queue="slow")
-    async def slow(payload: dict[str, Any]) -> None:
-        await body("slow")
-
-    @jq.task("fast")
-    async def fast(payload: dict[str, Any]) -> None:
-        await body("fast")
+    jq.task("slow", queue="slow")(work)
+    jq.task("fast")(work)
 
     slow_ids = await jq.enqueue_many("slow", [{}] * 6, queue="slow")
     fast_ids = await jq.enqueue_many("fast", [{}] * 6)
     await start_worker(worker_count=10, queues=("slow=2", "default"))
     for job_id in [*slow_ids, *fast_ids]:
-        assert (await wait_final(jq, job_id)).status == JobStatus.COMPLETED
+        assert (await jq.wait(job_id, timeout=15)).status == JobStatus.COMPLETED
     assert peak["slow"] == 2
     assert peak["fast"] >= 5  # the slots the slow queue may not take

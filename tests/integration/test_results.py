@@ -95,8 +95,10 @@ async def test_wait_is_woken_by_the_database_not_by_polling(
     bad = await jq.enqueue("broken")
     later = await jq.enqueue("gated", {"n": 2}, delay_seconds=3600)
     await start_worker()
+    waiting = (await jq.waiter()).signals.waiting  # a wait read its job, not final yet
+    waiting.arm()
     waits = asyncio.gather(jq.wait(ok.id, timeout=20), jq.wait(bad.id, timeout=20))
-    await asyncio.sleep(0.3)
+    await waiting.wait_for(lambda job_id: job_id == ok.id)
     assert not waits.done()  # the gated job is still running
     release.set()
     done, failed = await waits
@@ -104,7 +106,7 @@ async def test_wait_is_woken_by_the_database_not_by_polling(
     assert (failed.status, failed.last_error) == (JobStatus.FAILED, "RuntimeError: no luck")
 
     cancelling = asyncio.ensure_future(jq.wait(later.id, timeout=20))
-    await asyncio.sleep(0.3)
+    await waiting.wait_for(lambda job_id: job_id == later.id)
     await jq.cancel(later.id)  # a pending job cancelled is announced too
     assert (await cancelling).status == JobStatus.CANCELLED
     assert (await jq.wait(ok.id, timeout=0.01)) == done  # already final: at once
@@ -120,8 +122,10 @@ async def test_wait_timeout_unknown_job_and_fallback(
         await jq.wait(10**9, timeout=5)
     # An end nobody announced (here, a direct UPDATE) is found by the fallback read.
     monkeypatch.setattr(waiter, "FALLBACK_SECONDS", 0.2)
+    read = (await jq.waiter()).signals.waiting
+    read.arm()
     waiting = asyncio.ensure_future(jq.wait(job.id, timeout=20))
-    await asyncio.sleep(0.3)
+    await read.wait_for(lambda job_id: job_id == job.id)  # pending: the wait sleeps
     await db.execute(
         f"UPDATE \"{schema}\".jobs SET status = 'completed', finished_at = now() WHERE id = $1",
         job.id,
@@ -214,23 +218,28 @@ async def test_context_log_is_bound_to_the_job(
     assert "rows=3" in line
 
 
-async def test_an_ended_attempt_shows_its_last_report(jq: JobQueue) -> None:
-    # An hour between writes: only the write at the attempt's end can show 0.7.
-    jq.settings = dataclasses.replace(jq.settings, progress_interval=3600.0)
+async def test_an_ended_attempt_shows_its_last_report(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    first_write: asyncio.Future[int]
 
     @jq.task("stumbles", max_attempts=1)
     async def stumbles(payload: dict[str, Any], ctx: JobContext) -> None:
         ctx.progress(0.1, "started")
-        await asyncio.sleep(0.2)  # the first report is written at once
+        # Written at once; then an hour between writes: only the write at the attempt's
+        # end can show 0.7.
+        await first_write
         ctx.progress(0.7, "almost")
         if payload["fail"]:
             raise RuntimeError("tripped")
 
+    worker = await start_worker(progress_interval=3600.0, worker_count=2)
+    first_write = asyncio.ensure_future(worker.progress.signals.written.wait())
     failed = await jq.enqueue("stumbles", {"fail": True})
     done = await jq.enqueue("stumbles", {"fail": False})
-    outcomes = {job.id: job for job in await drain(jq, concurrency=2)}
     for job_id, status in ((failed.id, JobStatus.FAILED), (done.id, JobStatus.COMPLETED)):
-        progress = outcomes[job_id].progress
-        assert outcomes[job_id].status == status
+        ended = await jq.wait(job_id, timeout=15)
+        progress = ended.progress
+        assert ended.status == status
         assert progress is not None
         assert (progress.fraction, progress.message) == (0.7, "almost")

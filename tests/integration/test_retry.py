@@ -14,7 +14,7 @@ import pytest
 from jobqueue import Discard, JobContext, RetryAt
 from jobqueue.app import JobQueue
 from jobqueue.job import JobStatus
-from tests.integration.conftest import StartWorker, wait_final
+from tests.integration.conftest import StartWorker
 
 pytestmark = pytest.mark.anyio
 
@@ -31,7 +31,7 @@ async def test_a_task_policy_sets_the_wait_between_attempts(
 
     job = await jq.enqueue("custom")
     await start_worker(retry_delay=60)  # the default policy would wait a minute
-    assert (await wait_final(jq, job.id)).attempts == 3
+    assert (await jq.wait(job.id, timeout=15)).attempts == 3
     gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert 0.3 <= gaps[0] < 5, gaps
     assert 0.6 <= gaps[1] < 5, gaps
@@ -50,7 +50,7 @@ async def test_retry_at_runs_the_job_again_at_the_time_the_handler_gives(
 
     job = await jq.enqueue("later")
     await start_worker(retry_delay=60)
-    done = await wait_final(jq, job.id)
+    done = await jq.wait(job.id, timeout=15)
     assert (done.status, done.attempts) == (JobStatus.COMPLETED, 2)
     assert 0.45 <= starts[1] - starts[0] < 5
     [first] = await jq.attempts(job.id)
@@ -66,7 +66,7 @@ async def test_discard_fails_the_job_at_once_whatever_attempts_are_left(
 
     job = await jq.enqueue("hopeless")
     await start_worker(retry_delay=0)
-    done = await wait_final(jq, job.id)
+    done = await jq.wait(job.id, timeout=15)
     assert (done.status, done.attempts) == (JobStatus.FAILED, 1)
     assert done.last_error == "discarded: customer 7 no longer exists"
 
@@ -81,7 +81,7 @@ async def test_a_dead_letter_keeps_every_attempt_with_its_traceback(
 
     job = await jq.enqueue("flaky")
     worker = await start_worker(retry_delay=0)
-    done = await wait_final(jq, job.id)
+    done = await jq.wait(job.id, timeout=15)
     assert done.status == JobStatus.FAILED
     history = await jq.attempts(job.id)
     assert [a.attempt for a in history] == [1, 2, 3]

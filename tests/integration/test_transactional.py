@@ -15,9 +15,8 @@ import pytest
 
 from jobqueue.app import JobQueue
 from jobqueue.context import JobContext
-from jobqueue.db.sql import channel_name
 from jobqueue.job import Job, JobStatus
-from tests.integration.conftest import StartWorker, wait_final
+from tests.integration.conftest import Notifications, StartWorker
 
 T = TypeVar("T")
 
@@ -30,17 +29,15 @@ async def count(db: asyncpg.Connection, schema: str) -> int:
 
 
 async def test_async_psycopg_commit_stores_and_notifies_rollback_leaves_nothing(
-    jq: JobQueue, db: asyncpg.Connection, schema: str, pg_dsn: str
+    jq: JobQueue, db: asyncpg.Connection, schema: str, pg_dsn: str, notified: Notifications
 ) -> None:
-    heard: asyncio.Queue[str] = asyncio.Queue()
-    await db.add_listener(channel_name(schema), lambda *args: heard.put_nowait(args[-1]))
     async with await psycopg.AsyncConnection.connect(pg_dsn) as app:
         async with app.transaction():
             job = await jq.enqueue("send_email", {"to": "a@example.com"}, conn=app)
             assert job.payload == {"to": "a@example.com"}
             assert await count(db, schema) == 0  # not visible before the commit
-            assert heard.empty()
-        assert await asyncio.wait_for(heard.get(), 5) == "default"  # woken at commit
+            assert await notified.so_far() == []
+        assert await notified.so_far() == ["default"]  # woken at commit
         assert (await jq.get(job.id)) == job
 
         async def enqueue_then_fail() -> None:
@@ -253,7 +250,7 @@ KINDS = [
 @pytest.mark.parametrize("kind", KINDS)
 async def test_commit_wakes_a_worker_and_rollback_leaves_nothing(
     jq: JobQueue, db: asyncpg.Connection, schema: str, pg_dsn: str, kind: str,
-    start_worker: StartWorker,
+    start_worker: StartWorker, notified: Notifications,
 ) -> None:  # fmt: skip
     if kind == "django":
         await in_app_thread(lambda: configure_django(pg_dsn))
@@ -265,20 +262,18 @@ async def test_commit_wakes_a_worker_and_rollback_leaves_nothing(
 
     # Polling an hour apart: only the NOTIFY sent at commit can wake this worker.
     await start_worker(poll_interval=3600.0)
-    heard: asyncio.Queue[str] = asyncio.Queue()
-    await db.add_listener(channel_name(schema), lambda *args: heard.put_nowait(args[-1]))
 
     committed = AppTransaction(kind, pg_dsn)
     job = await committed.enqueue(jq)
-    await asyncio.sleep(0.2)
-    assert (await count(db, schema), ran, heard.empty()) == (0, [], True)  # not before commit
+    assert await notified.so_far() == []  # not before commit
+    assert (await count(db, schema), ran) == (0, [])
     await committed.end(commit=True)
-    assert await asyncio.wait_for(heard.get(), 5) == "default"
-    assert (await wait_final(jq, job.id)).status == JobStatus.COMPLETED
+    assert await notified.so_far() == ["default"]
+    assert (await jq.wait(job.id, timeout=15)).status == JobStatus.COMPLETED
     assert ran == [job.id]
 
     rolled_back = AppTransaction(kind, pg_dsn)
     await rolled_back.enqueue(jq)
     await rolled_back.end(commit=False)
-    await asyncio.sleep(0.3)
-    assert (await count(db, schema), ran, heard.empty()) == (1, [job.id], True)
+    assert await notified.so_far() == []
+    assert (await count(db, schema), ran) == (1, [job.id])

@@ -13,7 +13,7 @@ import pytest
 
 from jobqueue.app import JobQueue
 from jobqueue.job import JobStatus
-from tests.integration.conftest import StartWorker, add_ok_and_bad_tasks, wait_final
+from tests.integration.conftest import StartWorker, add_ok_and_bad_tasks
 
 pytestmark = pytest.mark.anyio
 
@@ -41,7 +41,7 @@ async def test_a_key_holds_while_its_job_is_active_then_frees(
     assert (await jq.get(first.id)).status == JobStatus.RUNNING  # type: ignore[union-attr]
     assert (await jq.enqueue("report", unique_key="report:1")).id == first.id  # running
     gate.set()
-    await wait_final(jq, first.id)
+    await jq.wait(first.id, timeout=15)
     after = await jq.enqueue("report", unique_key="report:1")  # completed: free again
     assert after.id != first.id
     assert await count(db, schema) == 2
@@ -54,8 +54,8 @@ async def test_unique_for_holds_the_key_after_completion_but_not_after_failure(
     done = await jq.enqueue("ok", unique_key="k1", unique_for=3600)
     failed = await jq.enqueue("bad", unique_key="k2", unique_for=3600)
     await start_worker()
-    await wait_final(jq, done.id)
-    await wait_final(jq, failed.id)
+    await jq.wait(done.id, timeout=15)
+    await jq.wait(failed.id, timeout=15)
     assert (await jq.enqueue("ok", unique_key="k1")).id == done.id
     assert (await jq.enqueue("bad", unique_key="k2")).id != failed.id
 

@@ -18,7 +18,7 @@ from jobqueue.app import JobQueue
 from jobqueue.job import JobStatus
 from jobqueue.worker.claimed import ClaimedJob
 from jobqueue.worker.completer import Completer
-from tests.integration.conftest import StartWorker, wait_final
+from tests.integration.conftest import StartWorker
 
 pytestmark = pytest.mark.anyio
 
@@ -39,8 +39,8 @@ async def test_async_handlers_run_on_the_loop_and_sync_ones_in_threads(
     a = await jq.enqueue("async_job", {"n": 1})
     s = await jq.enqueue("sync_job")
     await start_worker()
-    assert (await wait_final(jq, a.id)).status == JobStatus.COMPLETED
-    assert (await wait_final(jq, s.id)).status == JobStatus.COMPLETED
+    assert (await jq.wait(a.id, timeout=15)).status == JobStatus.COMPLETED
+    assert (await jq.wait(s.id, timeout=15)).status == JobStatus.COMPLETED
     assert ran["async"] == threading.current_thread().name
     assert ran["sync"].startswith("jobqueue-handler")
 
@@ -54,7 +54,7 @@ async def test_handler_gets_payload_and_context(jq: JobQueue, start_worker: Star
 
     job = await jq.enqueue("ctx_job", {"to": "a@b.c"}, queue="default")
     await start_worker()
-    done = await wait_final(jq, job.id)
+    done = await jq.wait(job.id, timeout=15)
     assert done.status == JobStatus.COMPLETED
     assert done.attempts == 1
     assert done.started_at is not None
@@ -74,7 +74,7 @@ async def test_failed_attempts_retry_after_the_delay_until_max_attempts(
 
     job = await jq.enqueue("flaky", max_attempts=3)
     await start_worker(retry_delay=0.4)
-    done = await wait_final(jq, job.id)
+    done = await jq.wait(job.id, timeout=15)
     assert done.status == JobStatus.FAILED
     assert done.attempts == 3
     assert done.last_error == "ValueError: boom on attempt 3"
@@ -94,12 +94,11 @@ async def test_retry_waits_pending_with_run_at_in_the_future(
             raise RuntimeError("first attempt fails")
 
     job = await jq.enqueue("fails_once")
-    await start_worker(retry_delay=60)
-    deadline = time.monotonic() + 10
-    while (await jq.get(job.id)).last_error is None:  # type: ignore[union-attr]
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.02)
-    await asyncio.sleep(0.5)  # several poll intervals: still not claimed
+    worker = await start_worker(retry_delay=60, poll_interval=0.05)
+    await worker.completer.signals.flushed.wait_for(bool)  # the failure is written
+    # Three claim passes since, two of them begun after the write at least: none took it.
+    worker.producer.signals.polled.clear()
+    assert await worker.producer.signals.polled.times(3) == [0, 0, 0]
     current = await jq.get(job.id)
     assert current is not None
     assert current.status == JobStatus.PENDING
@@ -118,8 +117,8 @@ async def test_job_max_attempts_overrides_task_and_default(
     by_job = await jq.enqueue("always_fails", max_attempts=1)
     by_task = await jq.enqueue("always_fails")
     await start_worker(retry_delay=0)
-    assert (await wait_final(jq, by_job.id)).attempts == 1
-    done = await wait_final(jq, by_task.id)
+    assert (await jq.wait(by_job.id, timeout=15)).attempts == 1
+    done = await jq.wait(by_task.id, timeout=15)
     assert (done.status, done.attempts, done.max_attempts) == (JobStatus.FAILED, 5, 5)
 
 
@@ -128,7 +127,7 @@ async def test_job_without_handler_fails_with_a_clear_error(
 ) -> None:
     job = await jq.enqueue("nobody_handles_this", max_attempts=1)
     await start_worker()
-    done = await wait_final(jq, job.id)
+    done = await jq.wait(job.id, timeout=15)
     assert done.status == JobStatus.FAILED
     assert done.last_error == "no handler for type nobody_handles_this"
 
@@ -140,7 +139,7 @@ async def test_scheduled_job_is_not_claimed_early(jq: JobQueue, start_worker: St
 
     job = await jq.enqueue("later", delay_seconds=1.0)
     await start_worker()
-    done = await wait_final(jq, job.id)
+    done = await jq.wait(job.id, timeout=15)
     assert done.started_at is not None
     assert done.started_at >= job.run_at
 
@@ -153,13 +152,13 @@ async def test_notify_wakes_an_idle_worker_long_before_the_poll(
         pass
 
     worker = await start_worker(poll_interval=60)
-    deadline = time.monotonic() + 10
-    while not worker.listener.healthy:
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.1)  # the worker is now asleep on its 60 s poll
+    await asyncio.wait_for(worker.listener.listening.wait(), 10)
+    # A claim pass at start, and one more for the wake-up the listener sends once it
+    # listens (for a job it may have missed): after the second, the producer sleeps on
+    # its 60 s poll, and only a NOTIFY can wake it.
+    await worker.producer.signals.asleep.times(2)
     job = await jq.enqueue("quick")
-    done = await wait_final(jq, job.id, timeout=10)  # far below the poll interval
+    done = await jq.wait(job.id, timeout=10)  # far below the poll interval
     assert done.status == JobStatus.COMPLETED
 
 
@@ -179,7 +178,7 @@ async def test_no_more_than_worker_count_jobs_run_at_once(
     jobs = [await jq.enqueue("slow") for _ in range(9)]
     await start_worker(worker_count=3)
     for job in jobs:
-        assert (await wait_final(jq, job.id)).status == JobStatus.COMPLETED
+        assert (await jq.wait(job.id, timeout=15)).status == JobStatus.COMPLETED
     assert peak == 3
 
 
@@ -233,9 +232,9 @@ async def test_a_failing_handler_does_not_stop_the_others(
     goods = [await jq.enqueue("good") for _ in range(20)]
     await start_worker(worker_count=2)
     for job in goods:
-        assert (await wait_final(jq, job.id)).status == JobStatus.COMPLETED
+        assert (await jq.wait(job.id, timeout=15)).status == JobStatus.COMPLETED
     for job in bads:
-        assert (await wait_final(jq, job.id)).last_error == "KeyError: 'missing'"
+        assert (await jq.wait(job.id, timeout=15)).last_error == "KeyError: 'missing'"
 
 
 async def test_sync_handlers_get_payload_and_context(
@@ -255,8 +254,8 @@ async def test_sync_handlers_get_payload_and_context(
     a = await jq.enqueue("sync_ctx", {"n": 1})
     b = await jq.enqueue("sync_plain", {"n": 2})
     await start_worker()
-    assert (await wait_final(jq, a.id)).status == JobStatus.COMPLETED
-    assert (await wait_final(jq, b.id)).status == JobStatus.COMPLETED
+    assert (await jq.wait(a.id, timeout=15)).status == JobStatus.COMPLETED
+    assert (await jq.wait(b.id, timeout=15)).status == JobStatus.COMPLETED
     assert seen == [({"n": 1}, JobContext(a.id, "sync_ctx", "default", 1, 3))]
     assert plain == [{"n": 2}]
 
@@ -279,10 +278,10 @@ async def test_an_attempt_past_its_timeout_fails_and_is_retried(
     job = await jq.enqueue("slow_then_fast")
     other = await jq.enqueue("own_timeout_error", max_attempts=1)
     await start_worker(retry_delay=0)
-    done = await wait_final(jq, job.id)
+    done = await jq.wait(job.id, timeout=15)
     assert (done.status, done.attempts) == (JobStatus.COMPLETED, 2)
     assert attempts == [1, 2]
-    assert (await wait_final(jq, other.id)).last_error == "TimeoutError: upstream timed out"
+    assert (await jq.wait(other.id, timeout=15)).last_error == "TimeoutError: upstream timed out"
 
 
 async def test_default_timeout_applies_to_sync_handlers_too(
@@ -294,7 +293,7 @@ async def test_default_timeout_applies_to_sync_handlers_too(
 
     job = await jq.enqueue("sync_stuck", max_attempts=1)
     await start_worker(job_timeout=0.2)
-    done = await wait_final(jq, job.id)
+    done = await jq.wait(job.id, timeout=15)
     assert (done.status, done.last_error) == (JobStatus.FAILED, "job exceeded its timeout of 0.2s")
 
 
@@ -307,6 +306,6 @@ async def test_isolated_sync_handlers_run_in_a_child_process(
     ok = await jq.enqueue("isolated_ok", {})
     bad = await jq.enqueue("isolated_ok", {"fail": "missing"}, max_attempts=1)
     await start_worker()
-    assert (await wait_final(jq, ok.id)).status == JobStatus.COMPLETED
-    failed = await wait_final(jq, bad.id)
+    assert (await jq.wait(ok.id, timeout=15)).status == JobStatus.COMPLETED
+    failed = await jq.wait(bad.id, timeout=15)
     assert (failed.status, failed.last_error) == (JobStatus.FAILED, "KeyError: 'missing'")
