@@ -1,19 +1,23 @@
-"""Fixtures: a real PostgreSQL (JOBQUEUE_TEST_DATABASE_URL, else the embedded server)
-and a freshly migrated schema per test."""
+"""Fixtures shared by every kind of test: a real PostgreSQL (JOBQUEUE_TEST_DATABASE_URL,
+else the embedded server) and a freshly migrated schema per test, and real jobqueue
+subprocesses.
+
+The directory a test lives in says what it needs, and marks it so (``-m unit`` and so
+on): unit/ nothing but Python, no database at all; integration/ a real PostgreSQL,
+in this process; acceptance/ real jobqueue processes and real HTTP; faults/ real
+processes killed, frozen or cut off."""
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import asyncpg
 import httpx
@@ -23,11 +27,28 @@ from jobqueue.app import JobQueue
 from jobqueue.config import Settings
 from jobqueue.db.embedded import EmbeddedPostgres
 from jobqueue.db.migrate import migrate
-from jobqueue.job import FINAL_STATES, Job
-from jobqueue.worker import Worker
+from jobqueue.job import Job
 
-ROOT = Path(__file__).resolve().parent.parent
-APPS = Path(__file__).resolve().parent / "apps"
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+APPS = TESTS / "apps"
+KINDS = ("unit", "integration", "acceptance", "faults")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if not item.path.is_relative_to(TESTS):
+            continue
+        kind = item.path.relative_to(TESTS).parts[0]
+        if kind not in KINDS:
+            raise pytest.UsageError(f"{item.nodeid}: a test belongs in one of {', '.join(KINDS)}")
+        # Every fixture that reaches the database depends on pg_dsn: a unit test that
+        # asked for one would start the embedded server, or fail without a server.
+        if kind == "unit" and "pg_dsn" in item.fixturenames:
+            raise pytest.UsageError(f"{item.nodeid} is a unit test but needs the database")
+        if kind != "faults" and item.get_closest_marker("faults"):
+            raise pytest.UsageError(f"{item.nodeid} is marked faults: it belongs in faults/")
+        item.add_marker(kind)
 
 
 @pytest.fixture(scope="session")
@@ -204,58 +225,42 @@ def spawn(tmp_path: Path) -> Iterator[Spawn]:
         proc.close()
 
 
-# -- an in-process worker, and waiting for a job to finish ------------------------------
-
-StartWorker = Callable[..., Awaitable[Worker]]
+# -- for synchronous tests: one job at a time, on a JobQueue of its own -----------------
 
 
-@pytest.fixture
-async def start_worker(jq: JobQueue) -> AsyncIterator[StartWorker]:
-    workers: list[Worker] = []
+def enqueue(settings: Settings, type: str, payload: dict[str, object]) -> Job:
+    async def go() -> Job:
+        async with JobQueue(settings=settings) as jq:
+            return await jq.enqueue(type, payload)
 
-    async def start(**overrides: Any) -> Worker:
-        settings = dataclasses.replace(jq.settings, **overrides)
-        worker = Worker(await jq.pool(), jq.dsn, settings, jq.tasks)
-        await worker.start()
-        workers.append(worker)
-        return worker
-
-    yield start
-    for worker in workers:
-        await worker.stop(asyncio.Event())
+    return asyncio.run(go())
 
 
-async def wait_final(jq: JobQueue, job_id: int, timeout: float = 15) -> Job:
-    deadline = time.monotonic() + timeout
-    while True:
-        job = await jq.get(job_id)
-        assert job is not None
-        if job.status in FINAL_STATES:
+def get(settings: Settings, job_id: int) -> Job:
+    async def go() -> Job:
+        async with JobQueue(settings=settings) as jq:
+            job = await jq.get(job_id)
+            assert job is not None
             return job
-        assert time.monotonic() < deadline, f"job {job_id} still {job.status}"
-        await asyncio.sleep(0.02)
+
+    return asyncio.run(go())
 
 
-@pytest.fixture
-async def api_client(jq: JobQueue) -> AsyncIterator[httpx.AsyncClient]:
-    """The HTTP API of ``jq`` in-process (no worker, any job type accepted). Behaviour
-    that depends on a real server (signals, concurrency) uses ``spawn`` instead."""
-    from jobqueue.api import create_app
-
-    app = create_app(jq, check_types=False)
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://test"
-    ) as client:
-        yield client
-
-
-def add_ok_and_bad_tasks(jq: JobQueue) -> None:
-    """Two tasks: "ok" succeeds, "bad" fails on its only attempt."""
-
-    @jq.task("ok")
-    async def ok(payload: dict[str, Any]) -> None:
-        pass
-
-    @jq.task("bad", max_attempts=1)
-    async def bad(payload: dict[str, Any]) -> None:
-        raise RuntimeError("no")
+async def dead_letters(
+    db: asyncpg.Connection, schema: str, rows: list[tuple[str, str, int]]
+) -> list[int]:
+    """Failed jobs as (type, queue, hours since they failed)."""
+    ids = []
+    for type_, queue, hours_ago in rows:
+        ids.append(
+            await db.fetchval(
+                f"""INSERT INTO "{schema}".jobs (type, queue, status, attempts, last_error,
+                                                 finished_at)
+                    VALUES ($1, $2, 'failed', 3, 'boom', now() - make_interval(hours => $3))
+                    RETURNING id""",
+                type_,
+                queue,
+                hours_ago,
+            )
+        )
+    return ids

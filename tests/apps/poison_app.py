@@ -43,6 +43,9 @@ def isolated_ok(payload: dict[str, Any]) -> None:
 
 @jq.task("isolated_spin", isolated=True)
 def isolated_spin(payload: dict[str, Any]) -> None:
-    """Spins until killed: only a cancel (or shutdown) ends it."""
+    """Spins until killed: only a cancel (or shutdown) ends it. Creates the file
+    payload["started"] names first, if any: a test can tell that the child runs."""
+    if "started" in payload:
+        open(payload["started"], "x").close()
     while True:
         pass

@@ -1,0 +1,300 @@
+"""The HTTP API: the job resource, listing, health, and every bad input with its status,
+its message naming the field, and nothing stored."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+
+import asyncpg
+import httpx
+import pytest
+
+from jobqueue import demo
+from jobqueue.api import create_app
+from jobqueue.app import JobQueue
+from jobqueue.config import Settings
+
+pytestmark = pytest.mark.anyio
+
+JOB_FIELDS = {
+    "id",
+    "type",
+    "queue",
+    "payload",
+    "status",
+    "attempts",
+    "max_attempts",
+    "priority",
+    "run_at",
+    "last_error",
+    "created_at",
+    "updated_at",
+    "started_at",
+    "finished_at",
+    "unique_key",
+    "cancel_requested_at",
+}
+
+
+@pytest.fixture
+async def client(jq: JobQueue) -> AsyncIterator[httpx.AsyncClient]:
+    jq.settings = dataclasses.replace(
+        jq.settings, max_payload_bytes=1000, max_request_bytes=200_000
+    )
+    jq.tasks.update(demo.jq.tasks)
+    app = create_app(jq)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://test"
+    ) as c:
+        yield c
+
+
+async def count_jobs(db: asyncpg.Connection, schema: str) -> int:
+    n: int = await db.fetchval(f'SELECT count(*) FROM "{schema}".jobs')
+    return n
+
+
+async def test_post_creates_a_pending_job_with_location(client: httpx.AsyncClient) -> None:
+    r = await client.post("/jobs", json={"type": "send_email", "payload": {"to": "a@b.c"}})
+    assert r.status_code == 201
+    job = r.json()
+    assert job.keys() >= JOB_FIELDS
+    assert r.headers["location"] == f"/jobs/{job['id']}"
+    assert job["status"] == "pending"
+    assert job["payload"] == {"to": "a@b.c"}
+    assert (job["queue"], job["priority"], job["attempts"], job["max_attempts"]) == (
+        "default",
+        0,
+        0,
+        3,
+    )
+    got = await client.get(r.headers["location"])
+    assert got.status_code == 200
+    assert got.json() == job
+
+
+async def test_post_takes_every_optional_field(client: httpx.AsyncClient) -> None:
+    r = await client.post(
+        "/jobs",
+        json={
+            "type": "noop",
+            "payload": {},
+            "max_attempts": 7,
+            "priority": -5,
+            "queue": "reports",
+            "run_at": "2030-01-01T00:00:00Z",
+        },
+    )
+    assert r.status_code == 201, r.text
+    job = r.json()
+    assert (job["max_attempts"], job["priority"], job["queue"]) == (7, -5, "reports")
+    assert job["run_at"].startswith("2030-01-01T00:00:00")
+    delayed = (await client.post("/jobs", json={"type": "noop", "delay_seconds": 3600})).json()
+    assert delayed["run_at"] > delayed["created_at"]
+
+
+async def test_list_is_newest_first_with_keyset_pages_and_filters(
+    client: httpx.AsyncClient,
+) -> None:
+    ids = [
+        (await client.post("/jobs", json={"type": t, "queue": q})).json()["id"]
+        for t, q in [
+            ("noop", "a"),
+            ("send_email", "a"),
+            ("noop", "b"),
+            ("noop", "a"),
+            ("noop", "a"),
+        ]
+    ]
+    page1 = (await client.get("/jobs", params={"limit": 2})).json()
+    assert [j["id"] for j in page1["jobs"]] == ids[::-1][:2]
+    page2 = (await client.get("/jobs", params={"limit": 2, "after": page1["next_after"]})).json()
+    assert [j["id"] for j in page2["jobs"]] == ids[::-1][2:4]
+    page3 = (await client.get("/jobs", params={"limit": 2, "after": page2["next_after"]})).json()
+    assert [j["id"] for j in page3["jobs"]] == ids[:1]
+    assert page3["next_after"] is None
+    only = (await client.get("/jobs", params={"type": "noop", "queue": "a"})).json()["jobs"]
+    assert [j["id"] for j in only] == [ids[4], ids[3], ids[0]]
+    assert (await client.get("/jobs", params={"status": "completed"})).json()["jobs"] == []
+    assert len((await client.get("/jobs", params={"status": "pending"})).json()["jobs"]) == 5
+
+
+async def test_health_and_readiness(client: httpx.AsyncClient) -> None:
+    assert (await client.get("/healthz")).json() == {"status": "ok"}
+    ready = await client.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.json()["database"] == "ok"
+
+
+async def test_openapi_documents_the_endpoints(client: httpx.AsyncClient) -> None:
+    spec = (await client.get("/openapi.json")).json()
+    assert {"/jobs", "/jobs/batch", "/jobs/{id}", "/healthz", "/readyz"} <= spec["paths"].keys()
+    assert (await client.get("/docs")).status_code == 200
+
+
+BAD_BODIES = [
+    # (body, status, field, words in the message)
+    ('{"type": "noop",', 400, "body", "malformed JSON"),
+    ("{}", 422, "type", "Field required"),
+    ('{"payload": {}}', 422, "type", "Field required"),
+    ('{"type": ""}', 422, "type", "at least 1 character"),
+    ('{"type": "   "}', 422, "type", "at least 1 character"),
+    ('{"type": 5}', 422, "type", "valid string"),
+    ('{"type": "noop", "payload": [1]}', 422, "payload", "valid dictionary"),
+    ('{"type": "noop", "max_attempts": 0}', 422, "max_attempts", "greater than or equal to 1"),
+    ('{"type": "noop", "max_attempts": "x"}', 422, "max_attempts", "valid integer"),
+    ('{"type": "noop", "priority": 1e12}', 422, "priority", "less than or equal"),
+    ('{"type": "noop", "queue": "no spaces"}', 422, "queue", "match pattern"),
+    ('{"type": "noop", "colour": "red"}', 422, "colour", "unknown field"),
+    ('{"type": "noop", "run_at": "2030-01-01T00:00:00"}', 422, "run_at", "timezone"),
+    ('{"type": "noop", "delay_seconds": -1}', 422, "delay_seconds", "greater than or equal"),
+    (
+        '{"type": "noop", "delay_seconds": 1, "run_at": "2030-01-01T00:00:00Z"}',
+        422,
+        "body",
+        "not both",
+    ),
+    ('{"type": "nosuch"}', 422, "type", "known types: fail_test, noop, send_email, sleep"),
+    (
+        '{"type": "noop", "payload": {"x": "' + "a" * 1000 + '"}}',
+        413,
+        "payload",
+        "JOBQUEUE_MAX_PAYLOAD_BYTES",
+    ),
+    (
+        '{"type": "noop", "payload": {"x": "' + "a" * 100_000 + '"}}',
+        413,
+        "payload",
+        "JOBQUEUE_MAX_PAYLOAD_BYTES",
+    ),
+]
+
+
+@pytest.mark.parametrize(("body", "status", "field", "words"), BAD_BODIES)
+async def test_bad_job_is_refused_naming_the_field_and_nothing_is_stored(
+    client: httpx.AsyncClient,
+    db: asyncpg.Connection,
+    schema: str,
+    body: str,
+    status: int,
+    field: str,
+    words: str,
+) -> None:
+    r = await client.post("/jobs", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == status, r.text
+    errors = r.json()["detail"]
+    assert any(e["field"] == field and words in e["msg"] for e in errors), errors
+    assert await count_jobs(db, schema) == 0
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "words"),
+    [
+        ("/jobs/999999", 404, "job 999999 not found"),
+        ("/jobs/abc", 422, "valid integer"),
+        ("/jobs/0", 422, "greater than or equal to 1"),
+        ("/jobs/99999999999999999999", 422, "less than or equal"),
+        ("/jobs?status=done", 422, "'pending'"),
+        ("/jobs?limit=0", 422, "greater than or equal to 1"),
+        ("/jobs?after=x", 422, "valid integer"),
+    ],
+)
+async def test_bad_lookup_is_refused(
+    client: httpx.AsyncClient, path: str, status: int, words: str
+) -> None:
+    r = await client.get(path)
+    assert r.status_code == status, r.text
+    assert words in r.text
+
+
+async def test_unknown_type_is_accepted_when_the_api_runs_without_workers(
+    jq: JobQueue,
+) -> None:
+    app = create_app(jq, check_types=False)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://test"
+    ) as c:
+        r = await c.post("/jobs", json={"type": "handled_elsewhere"})
+    assert r.status_code == 201
+
+
+async def test_batch_stores_every_job_in_order(client: httpx.AsyncClient) -> None:
+    jobs = [{"type": "noop", "payload": {"n": n}} for n in range(300)]
+    jobs[7] = {"type": "send_email", "payload": {"to": "x@y.z"}, "queue": "mail", "priority": 2}
+    r = await client.post("/jobs/batch", json={"jobs": jobs})
+    assert r.status_code == 201, r.text
+    body = r.json()
+    assert body["count"] == 300
+    assert body["ids"] == sorted(body["ids"])
+    seventh = (await client.get(f"/jobs/{body['ids'][7]}")).json()
+    assert (seventh["type"], seventh["queue"], seventh["priority"]) == ("send_email", "mail", 2)
+    last = (await client.get(f"/jobs/{body['ids'][-1]}")).json()
+    assert last["payload"] == {"n": 299}
+
+
+@pytest.mark.parametrize(
+    ("jobs", "status", "field", "words"),
+    [
+        (
+            [{"type": "noop"}, {"type": "noop"}, {"type": "noop", "max_attempts": 0}],
+            422,
+            "jobs.2.max_attempts",
+            "greater than or equal to 1",
+        ),
+        ([{"type": "noop"}, {"type": "nosuch"}], 422, "jobs.1.type", "known types"),
+        (
+            [{"type": "noop", "payload": {"x": "a" * 2000}}],
+            413,
+            "jobs.0.payload",
+            "JOBQUEUE_MAX_PAYLOAD_BYTES",
+        ),
+        ([{"type": "noop", "extra": 1}], 422, "jobs.0.extra", "unknown field"),
+        ([], 422, "jobs", "at least 1 item"),
+        ([{"type": "noop"}] * 10_001, 422, "jobs", "at most 10000 items"),
+    ],
+)
+async def test_batch_with_a_bad_job_stores_none(
+    client: httpx.AsyncClient,
+    db: asyncpg.Connection,
+    schema: str,
+    jobs: list[dict[str, object]],
+    status: int,
+    field: str,
+    words: str,
+) -> None:
+    r = await client.post("/jobs/batch", json={"jobs": jobs})
+    assert r.status_code == status, r.text
+    errors = r.json()["detail"]
+    assert any(e["field"] == field and words in e["msg"] for e in errors), errors
+    assert await count_jobs(db, schema) == 0
+
+
+async def test_request_body_over_the_limit_is_refused_unread(
+    client: httpx.AsyncClient, db: asyncpg.Connection, schema: str
+) -> None:
+    jobs = [{"type": "noop", "payload": {"x": "a" * 500}}] * 1000  # ~530 kB > 200 kB
+    r = await client.post("/jobs/batch", json={"jobs": jobs})
+    assert r.status_code == 413
+    assert "JOBQUEUE_MAX_REQUEST_BYTES" in r.json()["detail"][0]["msg"]
+    assert await count_jobs(db, schema) == 0
+
+
+async def test_a_query_stuck_behind_a_lock_is_cancelled_and_answered_503(
+    settings: Settings, db: asyncpg.Connection, schema: str
+) -> None:
+    jq = JobQueue(settings=dataclasses.replace(settings, statement_timeout=0.3))
+    app = create_app(jq)
+    try:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://test"
+        ) as c:
+            assert (await c.get("/jobs")).status_code == 200
+            async with db.transaction():
+                await db.execute(f'LOCK TABLE "{schema}".jobs IN ACCESS EXCLUSIVE MODE')
+                stuck = await c.get("/jobs")
+            assert stuck.status_code == 503
+            assert stuck.json() == {"detail": "database unavailable; retry later"}
+            assert (await c.get("/jobs")).status_code == 200
+    finally:
+        await jq.close()

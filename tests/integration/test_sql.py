@@ -1,0 +1,122 @@
+"""Every query is prepared against a freshly migrated schema (a renamed column fails here,
+not in production), and migrations apply once however many processes start together."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import asyncpg
+import pytest
+
+from jobqueue.db.migrate import migrate
+from jobqueue.db.sql import QUERY_NAMES, migrations, queries
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_every_query_prepares(db: asyncpg.Connection, schema: str) -> None:
+    q = queries(schema)
+    for name in QUERY_NAMES:
+        try:
+            await db.prepare(getattr(q, name))
+        except asyncpg.PostgresError as exc:  # pragma: no cover - the failure message
+            pytest.fail(f"query {name}.sql does not prepare: {exc}")
+
+
+async def test_migrations_apply_once_under_concurrent_starts(pg_dsn: str) -> None:
+    schema = "t_concurrent_migrate"
+    conns = [await asyncpg.connect(pg_dsn) for _ in range(10)]
+    try:
+        await conns[0].execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        applied = await asyncio.gather(*(migrate(c, schema) for c in conns))
+        assert sorted(v for versions in applied for v in versions) == [
+            m.version for m in migrations(schema)
+        ]
+        rows = await conns[0].fetch(f'SELECT version FROM "{schema}".jobqueue_migrations')
+        assert len(rows) == len(migrations(schema))
+        assert await migrate(conns[0], schema) == []
+    finally:
+        await conns[0].execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        for c in conns:
+            await c.close()
+
+
+async def test_claim_reads_the_pending_index_not_finished_jobs(
+    db: asyncpg.Connection, schema: str
+) -> None:
+    await db.execute(
+        f"""INSERT INTO "{schema}".jobs (type, status, finished_at)
+            SELECT 'noop', 'completed', now() FROM generate_series(1, 20000)"""
+    )
+    await db.execute(f'ANALYZE "{schema}".jobs')
+    rows = await db.fetch("EXPLAIN " + queries(schema).claim, "default", 10, "w", 30.0, None)
+    plan = "\n".join(r[0] for r in rows)
+    assert "jobs_claim_idx" in plan, plan
+    assert "Seq Scan" not in plan, plan
+
+
+# What a fenced write changes in the rows it accepts (default: ends the attempt).
+CHANGED = {"heartbeat": "lease_expires_at IS NOT NULL", "progress": "progress IS NOT NULL"}
+
+
+@pytest.mark.parametrize("plan_mode", ["force_custom_plan", "force_generic_plan"])
+@pytest.mark.parametrize(
+    ("name", "types", "args"),
+    [
+        # The last parameter of each is the clock: NULL, the database's now().
+        (
+            "complete",
+            "bigint[], jsonb, text, text, text, jsonb, timestamptz",
+            ", 'completed', NULL, NULL, NULL",
+        ),
+        ("fail", "bigint[], jsonb, text, timestamptz", ", NULL"),
+        ("release", "bigint[], jsonb, text, timestamptz", ", NULL"),
+        ("heartbeat", "bigint[], jsonb, text, float8, timestamptz", ", 30, NULL"),
+        ("progress", "bigint[], jsonb, text, timestamptz", ", NULL"),
+    ],
+)
+async def test_fenced_writes_look_jobs_up_by_primary_key(
+    db: asyncpg.Connection, schema: str, plan_mode: str, name: str, types: str, args: str
+) -> None:
+    """The shape that once took 8 s for 1,500 jobs: statistics gathered while worker_id
+    was NULL almost everywhere (finished and pending jobs), then thousands of jobs
+    running for one worker. A fenced write must still be one primary-key lookup per
+    job, never a table scan nor a loop over the batch for every row."""
+    await db.execute(
+        f"""INSERT INTO "{schema}".jobs (type, status, finished_at)
+            SELECT 'noop', 'completed', now() FROM generate_series(1, 20000)"""
+    )
+    await db.execute(
+        f"""INSERT INTO "{schema}".jobs (type) SELECT 'noop' FROM generate_series(1, 5000)"""
+    )
+    await db.execute(f'ANALYZE "{schema}".jobs')
+    ids = await db.fetch(
+        f"""UPDATE "{schema}".jobs SET status = 'running', attempts = 1, worker_id = 'w'
+            WHERE status = 'pending' RETURNING id"""
+    )
+    # The first job's attempt is stale: the fence must leave that row alone.
+    attempts = {str(r["id"]): (2 if i == 0 else 1) for i, r in enumerate(ids[:1500])}
+    held: dict[str, object] = dict(attempts)
+    if name == "fail":
+        held = {k: {"attempt": a, "error": "e", "delay": None} for k, a in attempts.items()}
+    if name == "progress":
+        held = {k: {"attempt": a, "fraction": 0.5, "message": None} for k, a in attempts.items()}
+    await db.execute(f"SET plan_cache_mode = {plan_mode}")
+    await db.execute(f"PREPARE plan_test({types}) AS {getattr(queries(schema), name)}")
+    id_list = "ARRAY[" + ",".join(attempts) + "]::bigint[]"
+    rows = await db.fetch(
+        f"EXPLAIN (ANALYZE, COSTS OFF) "
+        f"EXECUTE plan_test({id_list}, '{json.dumps(held)}'::jsonb, 'w'{args})"
+    )
+    plan = "\n".join(r[0] for r in rows)
+    assert "Seq Scan" not in plan, plan
+    assert "Join Filter" not in plan, plan
+    assert "Index Scan using jobs_pkey" in plan, plan
+    changed = await db.fetchval(
+        f"""SELECT count(*) FROM "{schema}".jobs
+            WHERE {CHANGED.get(name, "worker_id IS NULL")}
+              AND id = ANY($1::bigint[])""",
+        [int(k) for k in attempts],
+    )
+    assert changed == 1499

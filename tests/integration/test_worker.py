@@ -1,0 +1,313 @@
+"""The worker in-process against a real database: handlers, retries, attempts, wake-ups,
+concurrency and fenced writes."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+import time
+from typing import Any
+
+import asyncpg
+import pytest
+import structlog
+
+from jobqueue import JobContext
+from jobqueue.app import JobQueue
+from jobqueue.job import JobStatus
+from jobqueue.worker.completer import Completer
+from tests.integration.conftest import StartWorker
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_async_handlers_run_on_the_loop_and_sync_ones_in_threads(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    ran: dict[str, str] = {}
+
+    @jq.task("async_job")
+    async def async_job(payload: dict[str, Any]) -> None:
+        ran["async"] = threading.current_thread().name
+
+    @jq.task("sync_job")
+    def sync_job(payload: dict[str, Any]) -> None:
+        ran["sync"] = threading.current_thread().name
+
+    a = await jq.enqueue("async_job", {"n": 1})
+    s = await jq.enqueue("sync_job")
+    await start_worker()
+    assert (await jq.wait(a.id, timeout=15)).status == JobStatus.COMPLETED
+    assert (await jq.wait(s.id, timeout=15)).status == JobStatus.COMPLETED
+    assert ran["async"] == threading.current_thread().name
+    assert ran["sync"].startswith("jobqueue-handler")
+
+
+async def test_handler_gets_payload_and_context(jq: JobQueue, start_worker: StartWorker) -> None:
+    seen: list[tuple[dict[str, Any], JobContext]] = []
+
+    @jq.task("ctx_job", max_attempts=4)
+    async def ctx_job(payload: dict[str, Any], ctx: JobContext) -> None:
+        seen.append((payload, ctx))
+
+    job = await jq.enqueue("ctx_job", {"to": "a@b.c"}, queue="default")
+    await start_worker()
+    done = await jq.wait(job.id, timeout=15)
+    assert done.status == JobStatus.COMPLETED
+    assert done.attempts == 1
+    assert done.started_at is not None
+    assert done.finished_at is not None
+    assert seen == [({"to": "a@b.c"}, JobContext(job.id, "ctx_job", "default", 1, 4))]
+
+
+async def test_failed_attempts_retry_after_the_delay_until_max_attempts(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    attempts: list[tuple[int, float]] = []
+
+    @jq.task("flaky")
+    async def flaky(payload: dict[str, Any], ctx: JobContext) -> None:
+        attempts.append((ctx.attempt, time.monotonic()))
+        raise ValueError(f"boom on attempt {ctx.attempt}")
+
+    job = await jq.enqueue("flaky", max_attempts=3)
+    await start_worker(retry_delay=0.4)
+    done = await jq.wait(job.id, timeout=15)
+    assert done.status == JobStatus.FAILED
+    assert done.attempts == 3
+    assert done.last_error == "ValueError: boom on attempt 3"
+    assert [a for a, _ in attempts] == [1, 2, 3]
+    gaps = [b - a for (_, a), (_, b) in itertools.pairwise(attempts)]
+    # Exponential backoff from RETRY_DELAY_SECONDS, ±10% jitter; never claimed early.
+    assert gaps[0] >= 0.36, gaps
+    assert gaps[1] >= 0.72, gaps
+
+
+async def test_retry_waits_pending_with_run_at_in_the_future(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    @jq.task("fails_once")
+    async def fails_once(payload: dict[str, Any], ctx: JobContext) -> None:
+        if ctx.attempt == 1:
+            raise RuntimeError("first attempt fails")
+
+    job = await jq.enqueue("fails_once")
+    worker = await start_worker(retry_delay=60, poll_interval=0.05)
+    await worker.completer.signals.flushed.wait_for(bool)  # the failure is written
+    # Three claim passes since, two of them begun after the write at least: none took it.
+    worker.producer.signals.polled.clear()
+    assert await worker.producer.signals.polled.times(3) == [0, 0, 0]
+    current = await jq.get(job.id)
+    assert current is not None
+    assert current.status == JobStatus.PENDING
+    assert current.attempts == 1
+    assert current.last_error == "RuntimeError: first attempt fails"
+    assert (current.run_at - current.updated_at).total_seconds() > 50  # 60 s, ±10% jitter
+
+
+async def test_job_max_attempts_overrides_task_and_default(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    @jq.task("always_fails", max_attempts=5)
+    def always_fails(payload: dict[str, Any]) -> None:
+        raise RuntimeError("nope")
+
+    by_job = await jq.enqueue("always_fails", max_attempts=1)
+    by_task = await jq.enqueue("always_fails")
+    await start_worker(retry_delay=0)
+    assert (await jq.wait(by_job.id, timeout=15)).attempts == 1
+    done = await jq.wait(by_task.id, timeout=15)
+    assert (done.status, done.attempts, done.max_attempts) == (JobStatus.FAILED, 5, 5)
+
+
+async def test_job_without_handler_fails_with_a_clear_error(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    job = await jq.enqueue("nobody_handles_this", max_attempts=1)
+    await start_worker()
+    done = await jq.wait(job.id, timeout=15)
+    assert done.status == JobStatus.FAILED
+    assert done.last_error == "no handler for type nobody_handles_this"
+
+
+async def test_scheduled_job_is_not_claimed_early(jq: JobQueue, start_worker: StartWorker) -> None:
+    @jq.task("later")
+    async def later(payload: dict[str, Any]) -> None:
+        pass
+
+    job = await jq.enqueue("later", delay_seconds=1.0)
+    await start_worker()
+    done = await jq.wait(job.id, timeout=15)
+    assert done.started_at is not None
+    assert done.started_at >= job.run_at
+
+
+async def test_notify_wakes_an_idle_worker_long_before_the_poll(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    @jq.task("quick")
+    async def quick(payload: dict[str, Any]) -> None:
+        pass
+
+    worker = await start_worker(poll_interval=60)
+    await asyncio.wait_for(worker.listener.listening.wait(), 10)
+    # A claim pass at start, and one more for the wake-up the listener sends once it
+    # listens (for a job it may have missed): after the second, the producer sleeps on
+    # its 60 s poll, and only a NOTIFY can wake it.
+    await worker.producer.signals.asleep.times(2)
+    job = await jq.enqueue("quick")
+    done = await jq.wait(job.id, timeout=10)  # far below the poll interval
+    assert done.status == JobStatus.COMPLETED
+
+
+async def test_no_more_than_worker_count_jobs_run_at_once(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    running = peak = 0
+
+    @jq.task("slow")
+    async def slow(payload: dict[str, Any]) -> None:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.2)
+        running -= 1
+
+    jobs = [await jq.enqueue("slow") for _ in range(9)]
+    await start_worker(worker_count=3)
+    for job in jobs:
+        assert (await jq.wait(job.id, timeout=15)).status == JobStatus.COMPLETED
+    assert peak == 3
+
+
+async def test_a_write_from_a_replaced_attempt_changes_nothing(
+    jq: JobQueue, db: asyncpg.Connection, schema: str
+) -> None:
+    job = await jq.enqueue("noop")
+    store = await jq.store()
+    first = (await store.claim(queue="default", limit=1, worker_id="old-worker", lease_seconds=30))[
+        0
+    ]
+    # The job is taken from the first worker (as a rescue would) and claimed again.
+    await db.execute(f"UPDATE \"{schema}\".jobs SET status = 'pending' WHERE id = $1", job.id)
+    second = (
+        await store.claim(queue="default", limit=1, worker_id="new-worker", lease_seconds=30)
+    )[0]
+    assert second.attempt == 2
+
+    stale = Completer(store, "old-worker")
+    with structlog.testing.capture_logs() as logs:
+        stale.complete(first)
+        await stale.flush()
+        stale.fail(first, "late failure", None, None)
+        await stale.flush()
+    row = await db.fetchrow(f'SELECT * FROM "{schema}".jobs WHERE id = $1', job.id)
+    assert (row["status"], row["attempts"], row["worker_id"]) == ("running", 2, "new-worker")
+    assert row["last_error"] is None
+    rejected = [e["event"] for e in logs if "rejected" in e["event"]]
+    assert rejected == [
+        f"Stale completion of job {job.id} attempt 1 rejected: "
+        "the job is no longer held by this attempt",
+        f"Stale failure of job {job.id} attempt 1 rejected: "
+        "the job is no longer held by this attempt",
+    ]
+
+    current = Completer(store, "new-worker")
+    current.complete(second)
+    await current.flush()
+    assert (await jq.get(job.id)).status == JobStatus.COMPLETED  # type: ignore[union-attr]
+
+
+async def test_a_failing_handler_does_not_stop_the_others(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    @jq.task("bad")
+    def bad(payload: dict[str, Any]) -> None:
+        raise KeyError("missing")
+
+    @jq.task("good")
+    async def good(payload: dict[str, Any]) -> None:
+        pass
+
+    bads = [await jq.enqueue("bad", max_attempts=1) for _ in range(5)]
+    goods = [await jq.enqueue("good") for _ in range(20)]
+    await start_worker(worker_count=2)
+    for job in goods:
+        assert (await jq.wait(job.id, timeout=15)).status == JobStatus.COMPLETED
+    for job in bads:
+        assert (await jq.wait(job.id, timeout=15)).last_error == "KeyError: 'missing'"
+
+
+async def test_sync_handlers_get_payload_and_context(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    seen: list[tuple[dict[str, Any], JobContext]] = []
+    plain: list[dict[str, Any]] = []
+
+    @jq.task("sync_ctx")
+    def sync_ctx(payload: dict[str, Any], ctx: JobContext) -> None:
+        seen.append((payload, ctx))
+
+    @jq.task("sync_plain")
+    def sync_plain(payload: dict[str, Any]) -> None:
+        plain.append(payload)
+
+    a = await jq.enqueue("sync_ctx", {"n": 1})
+    b = await jq.enqueue("sync_plain", {"n": 2})
+    await start_worker()
+    assert (await jq.wait(a.id, timeout=15)).status == JobStatus.COMPLETED
+    assert (await jq.wait(b.id, timeout=15)).status == JobStatus.COMPLETED
+    assert seen == [({"n": 1}, JobContext(a.id, "sync_ctx", "default", 1, 3))]
+    assert plain == [{"n": 2}]
+
+
+async def test_an_attempt_past_its_timeout_fails_and_is_retried(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    attempts: list[int] = []
+
+    @jq.task("slow_then_fast", timeout=0.3)
+    async def slow_then_fast(payload: dict[str, Any], ctx: JobContext) -> None:
+        attempts.append(ctx.attempt)
+        if ctx.attempt == 1:
+            await asyncio.sleep(60)
+
+    @jq.task("own_timeout_error")
+    async def own_timeout_error(payload: dict[str, Any]) -> None:
+        raise TimeoutError("upstream timed out")
+
+    job = await jq.enqueue("slow_then_fast")
+    other = await jq.enqueue("own_timeout_error", max_attempts=1)
+    await start_worker(retry_delay=0)
+    done = await jq.wait(job.id, timeout=15)
+    assert (done.status, done.attempts) == (JobStatus.COMPLETED, 2)
+    assert attempts == [1, 2]
+    assert (await jq.wait(other.id, timeout=15)).last_error == "TimeoutError: upstream timed out"
+
+
+async def test_default_timeout_applies_to_sync_handlers_too(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    @jq.task("sync_stuck")
+    def sync_stuck(payload: dict[str, Any]) -> None:
+        time.sleep(1.5)
+
+    job = await jq.enqueue("sync_stuck", max_attempts=1)
+    await start_worker(job_timeout=0.2)
+    done = await jq.wait(job.id, timeout=15)
+    assert (done.status, done.last_error) == (JobStatus.FAILED, "job exceeded its timeout of 0.2s")
+
+
+async def test_isolated_sync_handlers_run_in_a_child_process(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    from tests.apps import poison_app
+
+    jq.tasks["isolated_ok"] = poison_app.jq.tasks["isolated_ok"]
+    ok = await jq.enqueue("isolated_ok", {})
+    bad = await jq.enqueue("isolated_ok", {"fail": "missing"}, max_attempts=1)
+    await start_worker()
+    assert (await jq.wait(ok.id, timeout=15)).status == JobStatus.COMPLETED
+    failed = await jq.wait(bad.id, timeout=15)
+    assert (failed.status, failed.last_error) == (JobStatus.FAILED, "KeyError: 'missing'")

@@ -1,0 +1,130 @@
+"""Settings: defaults, flags over environment, one-line errors, the docs' table, and the
+parsers of queue lists and durations."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from jobqueue import config
+from jobqueue.config import ConfigError, Settings, queue_limits, queue_list, retention
+from tests.conftest import ROOT
+
+
+def test_defaults_are_the_seeds() -> None:
+    s = config.load(environ={})
+    assert (s.port, s.worker_count, s.max_attempts, s.poll_interval) == (5001, 5, 3, 1.0)
+    assert (s.database_url, s.host, s.retry_delay, s.shutdown_timeout) == (
+        None,
+        "127.0.0.1",
+        10.0,
+        30.0,
+    )
+
+
+def test_a_flag_wins_over_the_environment() -> None:
+    s = config.load(environ={"WORKER_COUNT": "7", "PORT": "6000"}, flags={"worker_count": "9"})
+    assert (s.worker_count, s.port) == (9, 6000)
+
+
+def test_fractional_retry_delay_and_queue_list() -> None:
+    s = config.load(environ={"RETRY_DELAY_SECONDS": "0.25", "JOBQUEUE_QUEUES": "a, b"})
+    assert (s.retry_delay, s.queues) == (0.25, ("a", "b"))
+
+
+@pytest.mark.parametrize(
+    ("env", "value", "message"),
+    [
+        ("WORKER_COUNT", "abc", "WORKER_COUNT must be a positive integer, got 'abc'"),
+        ("MAX_ATTEMPTS", "0", "MAX_ATTEMPTS must be a positive integer, got '0'"),
+        ("PORT", "70000", "PORT must be a port number from 0 to 65535, got '70000'"),
+        ("POLL_INTERVAL_SECONDS", "0", "POLL_INTERVAL_SECONDS must be a positive number"),
+        ("JOBQUEUE_SHUTDOWN_TIMEOUT", "nan", "JOBQUEUE_SHUTDOWN_TIMEOUT must be a number"),
+        ("JOBQUEUE_QUEUES", "a b", "JOBQUEUE_QUEUES must be a comma-separated list"),
+        ("JOBQUEUE_LOG_FORMAT", "xml", "JOBQUEUE_LOG_FORMAT must be one of console, json"),
+    ],
+)
+def test_a_bad_value_names_the_setting(env: str, value: str, message: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        config.load(environ={env: value})
+    assert message in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_the_docs_document_every_setting_with_its_flag_default_and_meaning() -> None:
+    """docs/configuration.md has a row per setting: its variable, its flag, its default as
+    Settings has it, and its meaning as `--help` prints it (backticks aside)."""
+    page = (ROOT / "docs" / "configuration.md").read_text()
+    rows = {cells[0]: cells for cells in map(table_cells, page.splitlines()) if cells}
+    for f in config.env_settings():
+        env = f.metadata["env"]
+        cells = rows.get(f"`{env}`")
+        assert cells is not None, f"{env} is missing from docs/configuration.md's table"
+        assert len(cells) == 4, cells
+        _, flag, default, meaning = cells
+        assert flag == f"`{config.flag_name(f)}`", (env, flag)
+        shown = (
+            "unset"
+            if f.default is None
+            else ",".join(f.default)
+            if isinstance(f.default, tuple)
+            else (f"{f.default:g}" if isinstance(f.default, float) else str(f.default))
+        )
+        assert default.strip("`") == shown, (env, default, shown)
+        assert plain(meaning) == plain(f.metadata["doc"]), (
+            f"{env}: docs/configuration.md says {meaning!r}, the setting's doc (--help) says "
+            f"{f.metadata['doc']!r}; make them agree"
+        )
+    assert "`--no-migrate`" in page
+    assert Settings().migrate is True
+
+
+def table_cells(line: str) -> list[str]:
+    """The cells of a Markdown table row (``\\|`` inside a cell is not a separator)."""
+    if not line.startswith("|"):
+        return []
+    return [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def plain(text: str) -> str:
+    """Text without Markdown's backticks and table escapes, whitespace collapsed."""
+    return " ".join(text.replace("`", "").replace("\\|", "|").split())
+
+
+def test_worker_processes_inherit_every_setting_none_included() -> None:
+    """`--processes` passes the settings on as variables: a None that is not the default
+    (retention `forever`) must come back as None, not as the default."""
+    from jobqueue.supervisor import child_environment
+
+    settings = config.load(
+        {"JOBQUEUE_RETAIN_COMPLETED": "forever", "JOBQUEUE_QUEUES": "mail=3,default"}
+    )
+    env = child_environment(settings, "postgresql://x")
+    again = config.load(env)
+    assert again.retain_completed is None
+    assert again.job_timeout is None
+    assert again.queues == ("mail=3", "default")
+    assert again.retain_failed == settings.retain_failed
+
+
+def test_queue_limits_are_parsed_or_refused_in_one_line() -> None:
+    assert queue_limits(queue_list("Q", "mail=10, reports=2,default")) == {
+        "mail": 10,
+        "reports": 2,
+        "default": None,
+    }
+    for bad in ("mail=0", "mail=x", "no spaces=1", ""):
+        with pytest.raises(ConfigError, match=r"e\.g\. mail=10,default"):
+            queue_list("JOBQUEUE_QUEUES", bad)
+
+
+def test_retention_settings_take_durations() -> None:
+    assert retention("R", "86400") == 86400
+    assert retention("R", "90m") == 5400
+    assert retention("R", "7d") == 7 * 86400
+    assert retention("R", "forever") is None
+    with pytest.raises(ConfigError, match="R must be a duration such as 86400, 90m, 24h or 7d"):
+        retention("R", "soon")
+    with pytest.raises(ConfigError):
+        retention("R", "-1h")
