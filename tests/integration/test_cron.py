@@ -78,8 +78,8 @@ async def test_a_task_with_cron_runs_on_its_schedule_under_two_workers(
     # Three more maintenance rounds on each worker: the leader's scheduler has run again,
     # twice at least since the tick's job ran, and made no second job for the tick.
     for worker in workers:
-        worker.maintenance.signals.ran.clear()
-    rounds = await asyncio.gather(*(w.maintenance.signals.ran.times(3) for w in workers))
+        worker.leader.signals.ran.clear()
+    rounds = await asyncio.gather(*(w.leader.signals.ran.times(3) for w in workers))
     assert [True, True, True] in rounds, rounds
     [row] = await db.fetch(f'SELECT id FROM "{schema}".jobs')
     assert (await jq.wait(row["id"], timeout=15)).status == JobStatus.COMPLETED

@@ -86,8 +86,10 @@ async def test_without_aging_strict_priorities_starve(
 
     await jq.enqueue_many("urgent", [{}] * 3, priority=0)
     low = await jq.enqueue("report", priority=3)
-    await start_worker(worker_count=1, priority_aging=None, rescue_interval=0.05)
-    await asyncio.sleep(2)  # clock: longer than aging at 0.3 s steps would have taken
+    worker = await start_worker(worker_count=1, priority_aging=None, rescue_interval=0.05)
+    # A hundred urgent jobs, over a second: aging at 0.3 s steps would have let it in.
+    ran = await worker.executor.signals.started.times(100, timeout=30)
+    assert low.id not in ran
     assert (await jq.get(low.id)).status == JobStatus.PENDING  # type: ignore[union-attr]
 
 

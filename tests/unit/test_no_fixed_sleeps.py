@@ -11,26 +11,18 @@ import ast
 from tests.conftest import APPS, ROOT, TESTS
 
 SLEEPING_MODULES = {"time", "asyncio", "anyio"}
-# A wait that only an injectable clock can shorten (time that must pass, as for
-# priority aging) says so on its line, until the database layer has such a clock.
-CLOCK = "# clock:"
 
 
 def fixed_sleeps(source: str) -> list[int]:
     """The lines of the fixed sleeps in ``source``: calls of ``time.sleep``,
     ``asyncio.sleep`` or ``anyio.sleep``, however imported, for a constant time. Allowed:
     a handler's simulated work (in a function declared or passed as a task's handler,
-    or nested in one), a poll (in the body of a ``while`` loop), and a line marked
-    CLOCK."""
+    or nested in one) and a poll (in the body of a ``while`` loop). Time that must
+    pass is moved by the store's clock (``jq.clock``), not slept through."""
     tree = ast.parse(source)
     finder = SleepFinder(tree)
     finder.visit(tree)
-    lines = source.splitlines()
-    return [
-        call.lineno
-        for call in finder.found
-        if not any(CLOCK in line for line in lines[call.lineno - 1 : call.end_lineno])
-    ]
+    return [call.lineno for call in finder.found]
 
 
 class SleepFinder(ast.NodeVisitor):
@@ -160,7 +152,7 @@ async def test_it(payload):
     while not done():
         await aio.sleep(0.02)
     await aio.sleep(payload["seconds"])
-    await aio.sleep(2)  # clock: time must pass
+    await aio.sleep(2)  # fixed
     await aio.sleep(0.5)  # fixed
     nap(PAUSE)  # fixed
     await aio.sleep(delay=-1 + 1)  # fixed

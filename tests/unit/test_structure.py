@@ -186,7 +186,7 @@ def store_methods() -> dict[str, set[str]]:
 
 
 def test_every_sql_file_has_exactly_one_store_method() -> None:
-    # QUERY_NAMES are the .sql files (tests/integration/test_sql.py checks that).
+    # QUERY_NAMES are the .sql files (tests/unit/test_sql.py checks that).
     runners: dict[str, list[str]] = {name: [] for name in QUERY_NAMES}
     for method, ran in store_methods().items():
         assert len(ran) <= 1, f"Store.{method} runs several queries: {sorted(ran)}"
