@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import dataclasses
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,7 @@ from jobqueue.retry import RetryPolicy
 from jobqueue.rows import Rows
 from jobqueue.sync_bridge import SyncBridge
 from jobqueue.task import Task, TaskDecorator, task_decorator
+from jobqueue.worker.worker import Worker, in_process, worker_settings
 
 if TYPE_CHECKING:
     from jobqueue.new_job import NewJob
@@ -175,6 +177,33 @@ class JobQueue:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    # -- running jobs in this process ----------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def worker(
+        self, *, queues: Iterable[str] | None = None, concurrency: int | None = None
+    ) -> AsyncIterator[Worker]:
+        """Run a worker in this event loop while the block runs, as ``jobqueue worker``
+        does in a process of its own: the same settings (``jq.settings``), the schema
+        migrated first if JOBQUEUE_MIGRATE is on, and a graceful stop when the block
+        ends (running jobs get SHUTDOWN_TIMEOUT_SECONDS, what is left is handed back)::
+
+            async with jq.worker(queues=["mail=10", "default"], concurrency=20):
+                ...  # jobs run meanwhile
+
+        ``queues``: the queues it serves besides its tasks' (``mail=10`` caps one), as
+        JOBQUEUE_QUEUES; ``concurrency``: jobs at once, as WORKER_COUNT. A bad value
+        raises ConfigError (a ValueError) naming it.
+        """
+        settings = worker_settings(self.settings, queues=queues, concurrency=concurrency)
+        if settings.migrate:
+            await self.migrate()
+        dsn = await self._database.resolved_dsn()
+        async with in_process(
+            await self.pool(), dsn, settings, self.tasks, clock=self.clock
+        ) as worker:
+            yield worker
 
     # -- enqueueing --------------------------------------------------------------
 

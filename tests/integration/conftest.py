@@ -28,7 +28,7 @@ async def start_worker(jq: JobQueue) -> AsyncIterator[StartWorker]:
 
     async def start(**overrides: Any) -> Worker:
         settings = dataclasses.replace(jq.settings, **overrides)
-        worker = Worker(await jq.pool(), jq.dsn, settings, jq.tasks)
+        worker = Worker(await jq.pool(), jq.dsn, settings, jq.tasks, clock=jq.clock)
         worker.arm_signals()
         await worker.start()
         workers.append(worker)

@@ -72,16 +72,21 @@ class Heartbeat:
                 log_failure(log, exc, "heartbeat failed", "heartbeat missed")
 
     async def beat(self) -> int:
-        """Renew this worker's row and its jobs' leases; return how many were renewed."""
-        jobs = self._running_jobs()
+        """Renew this worker's row and its jobs' leases; return how many were renewed.
+
+        Jobs finish while the beat waits for the database: a job whose completion was
+        written meanwhile is refused by the fence too. So the jobs are listed as late as
+        possible, and a refused lease counts as taken only if this worker still runs
+        that attempt afterwards; otherwise it had simply ended."""
         async with self._store.connection() as store:
             await store.worker_heartbeat(worker_id=self._worker_id)
+            jobs = self._running_jobs()
             if not jobs:
                 return 0
             renewal = await store.heartbeat(
                 jobs=jobs, worker_id=self._worker_id, lease_seconds=self._lease_seconds
             )
-        for job in renewal.lost:
+        for job in self._still_running(renewal.lost):
             log.warning(
                 f"Lease of job {job.id} attempt {job.attempt} not renewed: "
                 "the job was taken from this worker",
@@ -90,3 +95,9 @@ class Heartbeat:
         for job_id in renewal.cancel_requested:
             self._on_cancel(job_id)
         return len(jobs) - len(renewal.lost)
+
+    def _still_running(self, jobs: list[ClaimedJob]) -> list[ClaimedJob]:
+        if not jobs:
+            return jobs
+        running = {(job.id, job.attempt) for job in self._running_jobs()}
+        return [job for job in jobs if (job.id, job.attempt) in running]

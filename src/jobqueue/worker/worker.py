@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import socket
 import uuid
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 import asyncpg
@@ -36,6 +37,43 @@ log = structlog.get_logger("jobqueue.worker")
 
 # How long shutdown may spend writing the last outcomes to an unreachable database.
 FINAL_FLUSH_SECONDS = 5.0
+
+
+@contextlib.asynccontextmanager
+async def in_process(
+    pool: asyncpg.Pool,
+    dsn: str,
+    settings: Settings,
+    tasks: Mapping[str, Task[Any, Any]],
+    *,
+    clock: Clock | None = None,
+) -> AsyncIterator[Worker]:
+    """A Worker running in the caller's event loop until the block ends, then stopped
+    as ``jobqueue worker`` stops on SIGTERM: no new claims, running jobs given
+    SHUTDOWN_TIMEOUT_SECONDS, what is left handed back, every outcome written."""
+    worker = Worker(pool, dsn, settings, tasks, clock=clock)
+    await worker.start()
+    try:
+        yield worker
+    finally:
+        await worker.stop(asyncio.Event())
+
+
+def worker_settings(
+    settings: Settings, *, queues: Iterable[str] | None, concurrency: int | None
+) -> Settings:
+    """``settings`` with the queues and the jobs at once of ``jq.worker()``'s arguments,
+    checked as the flags are (ConfigError naming the argument)."""
+    if queues is not None:
+        listed = [queues] if isinstance(queues, str) else list(queues)
+        settings = dataclasses.replace(
+            settings, queues=config.queue_list("queues", ",".join(listed))
+        )
+    if concurrency is not None:
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise config.ConfigError(f"concurrency must be a positive integer, got {concurrency!r}")
+        settings = dataclasses.replace(settings, worker_count=concurrency)
+    return settings
 
 
 def new_worker_id() -> str:
