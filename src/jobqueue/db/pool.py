@@ -107,25 +107,25 @@ class Pool(asyncpg.Pool):  # type: ignore[misc]  # asyncpg has no type informati
     first query on it fails before anything is written. Nothing ran, so running it
     elsewhere is safe for any statement, and callers never see that race."""
 
-    async def execute(self, query: str, *args: Any, timeout: float | None = None) -> str:
-        result: str = await self._resend_unsent("execute", query, args, timeout)
+    async def execute(self, query: str, *args: Any, **options: Any) -> str:
+        result: str = await self._resend_unsent("execute", query, args, options)
         return result
 
-    async def fetch(self, query: str, *args: Any, timeout: float | None = None) -> list[Any]:
-        result: list[Any] = await self._resend_unsent("fetch", query, args, timeout)
+    async def fetch(self, query: str, *args: Any, **options: Any) -> list[Any]:
+        result: list[Any] = await self._resend_unsent("fetch", query, args, options)
         return result
 
-    async def fetchrow(self, query: str, *args: Any, timeout: float | None = None) -> Any:
-        return await self._resend_unsent("fetchrow", query, args, timeout)
+    async def fetchrow(self, query: str, *args: Any, **options: Any) -> Any:
+        return await self._resend_unsent("fetchrow", query, args, options)
 
-    async def fetchval(self, query: str, *args: Any, timeout: float | None = None) -> Any:
-        return await self._resend_unsent("fetchval", query, args, timeout)
+    async def fetchval(self, query: str, *args: Any, **options: Any) -> Any:
+        return await self._resend_unsent("fetchval", query, args, options)
 
     async def _resend_unsent(
-        self, method: str, query: str, args: tuple[Any, ...], timeout: float | None
+        self, method: str, query: str, args: tuple[Any, ...], options: dict[str, Any]
     ) -> Any:
-        run = getattr(super(), method)
-        return await resend_unsent(lambda: run(query, *args, timeout=timeout), self)
+        run = getattr(super(), method)  # asyncpg's, with its options (timeout, ...)
+        return await resend_unsent(lambda: run(query, *args, **options), self)
 
 
 async def resend_unsent(run: Callable[[], Awaitable[T]], pool: asyncpg.Pool) -> T:
