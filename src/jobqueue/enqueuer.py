@@ -61,7 +61,9 @@ async def on_pool(store: Store, write: Callable[[Store], Awaitable[T]]) -> T:
 
     Tried again only while nothing reached the server: no connection could be had (a
     few times, backing off), or the one had was dead before sending (at once: asyncpg
-    closed it, and the next is another; every one of the pool may be dead).
+    closed it, and the next is another; every one of the pool may be dead). Tried from
+    the start: ``write`` stores nothing before its last statement (a unique key's
+    holder is read only after an INSERT that stored nothing).
     """
     pool = store.pool
     connect_failures = stale = 0
@@ -80,7 +82,8 @@ async def on_pool(store: Store, write: Callable[[Store], Awaitable[T]]) -> T:
         try:
             return await write(store.on(conn))
         except Exception as exc:
-            if not is_unavailable(exc):
+            # A value the driver cannot encode is an InterfaceError too, but no outage.
+            if isinstance(exc, ValueError) or not is_unavailable(exc):
                 raise
             if never_sent(exc) and stale < pool.get_max_size():
                 stale += 1
