@@ -2,6 +2,7 @@
 
 from jobqueue.app import JobQueue
 from jobqueue.context import JobContext
+from jobqueue.errors import EnqueueError, EnqueueFailed, EnqueueOutcomeUnknown
 from jobqueue.job import Attempt, Job, JobStatus
 from jobqueue.retry import Discard, ExponentialBackoff, FixedDelay, RetryAt
 from jobqueue.task import PayloadError, Task
@@ -9,6 +10,9 @@ from jobqueue.task import PayloadError, Task
 __all__ = [
     "Attempt",
     "Discard",
+    "EnqueueError",
+    "EnqueueFailed",
+    "EnqueueOutcomeUnknown",
     "ExponentialBackoff",
     "FixedDelay",
     "Job",

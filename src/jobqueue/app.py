@@ -36,7 +36,7 @@ from jobqueue.db.connections import (
 )
 from jobqueue.db.records import JobRow
 from jobqueue.db.store import Clock, Store
-from jobqueue.enqueuer import insert
+from jobqueue.enqueuer import insert, on_pool, opened
 from jobqueue.job import RETRYABLE_STATES, Attempt, Job, JobStatus, QueueInfo, WorkerInfo
 from jobqueue.retry import RetryPolicy
 from jobqueue.rows import Rows
@@ -234,6 +234,10 @@ class JobQueue:
 
         ``payload``: a mapping, or for a typed task (see jobqueue.task) an instance of its
         payload type; it is checked against that type (PayloadError, a ValueError).
+
+        When the database cannot be reached (without ``conn``): EnqueueFailed if nothing
+        was stored, EnqueueOutcomeUnknown if the connection died once the job was sent,
+        so that it may be stored; retry that one with a ``unique_key`` (jobqueue.errors).
         """
         fields.check_options(unique_key=unique_key, unique_for=unique_for)
         row = self._rows.row(
@@ -267,11 +271,13 @@ class JobQueue:
         conn: AppConnection | None,
     ) -> tuple[Job, bool]:
         if conn is not None:  # the caller's transaction: never shared with other calls
-            store = (await self.store()).on(executor_for(conn))
+            store = (await opened(self.store())).on(executor_for(conn))
             return await insert(store, row, unique_key, unique_for)
-        resources = await self._database.resources()
+        resources = await opened(self._database.resources())
         if unique_key is not None:
-            return await insert(resources.store, row, unique_key, unique_for)
+            return await on_pool(
+                resources.store, lambda store: insert(store, row, unique_key, unique_for)
+            )
         return await resources.enqueuer.insert(row), True
 
     async def enqueue_many(
@@ -287,7 +293,8 @@ class JobQueue:
         conn: asyncpg.Connection | None = None,
     ) -> list[int]:
         """Store one job of ``type`` per payload, all or none, in one statement; return
-        their ids in order. Workers are woken once per batch, not once per job."""
+        their ids in order. Workers are woken once per batch, not once per job. An outage
+        raises EnqueueFailed or EnqueueOutcomeUnknown, as ``enqueue`` does."""
         options = self._rows.options(
             type,
             queue=queue,
@@ -304,8 +311,13 @@ class JobQueue:
                 raise ValueError(f"payloads[{i}]: {exc}") from exc
         if not encoded:
             return []
-        store = await self._store_on(conn)
-        ids = await store.enqueue_payloads(options=options, payloads=encoded)
+        store = await opened(self._store_on(conn))
+        if conn is None:  # outages raise EnqueueFailed or EnqueueOutcomeUnknown
+            ids = await on_pool(
+                store, lambda on: on.enqueue_payloads(options=options, payloads=encoded)
+            )
+        else:
+            ids = await store.enqueue_payloads(options=options, payloads=encoded)
         if self.after_enqueue is not None and conn is None:
             await self.after_enqueue()
         return ids
@@ -315,15 +327,19 @@ class JobQueue:
     ) -> list[int]:
         """Store jobs of any types and options, all or none, in one statement. Unique
         keys are for ``enqueue`` (POST /jobs): a batch cannot say which of its jobs a
-        taken key should drop."""
+        taken key should drop. An outage raises as ``enqueue_many`` does."""
         for i, spec in enumerate(specs):
             if spec.unique_key is not None:
                 raise ValueError(f"jobs[{i}].unique_key: not supported in a batch")
         rows = [self._rows.row_of(spec) for spec in specs]
         if not rows:
             return []
-        store = await self._store_on(conn)
-        return [job.id for job in await store.enqueue_rows(rows=rows)]
+        store = await opened(self._store_on(conn))
+        if conn is None:  # outages raise EnqueueFailed or EnqueueOutcomeUnknown
+            jobs = await on_pool(store, lambda on: on.enqueue_rows(rows=rows))
+        else:
+            jobs = await store.enqueue_rows(rows=rows)
+        return [job.id for job in jobs]
 
     async def _store_on(self, conn: asyncpg.Connection | None) -> Store:
         store = await self.store()

@@ -13,16 +13,29 @@ On 2 cores, 16 concurrent callers go from about 5,000 to about 20,000 jobs/s.
 Each call keeps its own promise: it returns once its row is committed. When a
 shared INSERT fails for a reason other than the database being unreachable, each
 of its rows is tried again alone, so an error reaches only the call that caused it.
+
+The database being unreachable is one of two errors (jobqueue.errors), decided by
+``on_pool``: EnqueueFailed when nothing was stored, EnqueueOutcomeUnknown when the
+connection died after the INSERT was sent. Only a statement that provably never
+reached the server is tried again; one whose fate is unknown never is.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
-from jobqueue.db.pool import is_unavailable
+import asyncpg
+
+from jobqueue.db.pool import error_text, is_unavailable, never_sent
 from jobqueue.db.records import JobRow
 from jobqueue.db.store import Store
+from jobqueue.errors import EnqueueError, EnqueueFailed, EnqueueOutcomeUnknown
 from jobqueue.job import Job
+
+T = TypeVar("T")
 
 # INSERTs running at once. One would make every caller wait for the flush before
 # its own; a few let PostgreSQL overlap them. More only spreads callers thinner.
@@ -31,8 +44,78 @@ MAX_IN_FLIGHT = 4
 MAX_BATCH = 1000
 # Rounds of "take the key, else read its holder" before giving up (see insert_unique).
 UNIQUE_ATTEMPTS = 5
+# Tries at getting a connection before EnqueueFailed, waiting CONNECT_BACKOFF s after
+# the first failure and twice as long after each next: 0.05 + 0.1 + 0.2 s, so that a
+# call rides over a restart's last moments or a burst of killed connections, and a
+# caller hears of a real outage within a second (plus the connect timeout of each try).
+CONNECT_ATTEMPTS = 4
+CONNECT_BACKOFF = 0.05
 
 Pending = tuple[JobRow, "asyncio.Future[Job]"]
+
+
+async def on_pool(store: Store, write: Callable[[Store], Awaitable[T]]) -> T:
+    """``write`` run on one connection of ``store``'s pool, under enqueue's error
+    contract: its result; EnqueueFailed if nothing was stored; EnqueueOutcomeUnknown
+    if the connection died once a statement was sent; any other error as it is.
+
+    Tried again only while nothing reached the server: no connection could be had (a
+    few times, backing off), or the one had was dead before sending (at once: asyncpg
+    closed it, and the next is another; every one of the pool may be dead). Tried from
+    the start: ``write`` stores nothing before its last statement (a unique key's
+    holder is read only after an INSERT that stored nothing).
+    """
+    pool = store.pool
+    connect_failures = stale = 0
+    while True:
+        try:
+            conn = await pool.acquire()
+        except Exception as exc:
+            if not is_unavailable(exc):
+                raise
+            connect_failures += 1
+            # A timeout has waited long enough already (CONNECT_TIMEOUT).
+            if connect_failures == CONNECT_ATTEMPTS or isinstance(exc, TimeoutError):
+                raise EnqueueFailed(f"nothing stored: {error_text(exc)}") from exc
+            await asyncio.sleep(CONNECT_BACKOFF * 2 ** (connect_failures - 1))
+            continue
+        try:
+            return await write(store.on(conn))
+        except Exception as exc:
+            # A value the driver cannot encode is an InterfaceError too, but no outage.
+            if isinstance(exc, ValueError) or not is_unavailable(exc):
+                raise
+            if never_sent(exc) and stale < pool.get_max_size():
+                stale += 1
+                continue
+            raise sent_failure(exc) from exc
+        finally:
+            with contextlib.suppress(Exception):  # a broken connection is closed, not reused
+                await pool.release(conn)
+
+
+async def opened(resources: Awaitable[T]) -> T:
+    """The pool or store an enqueue runs on, opened on first use: an outage while
+    opening it stored nothing."""
+    try:
+        return await resources
+    except Exception as exc:
+        if not is_unavailable(exc):
+            raise
+        raise EnqueueFailed(f"nothing stored: {error_text(exc)}") from exc
+
+
+def sent_failure(exc: BaseException) -> EnqueueError:
+    """The outage error of a statement that may have reached the server."""
+    if never_sent(exc):
+        return EnqueueFailed(f"nothing stored: {error_text(exc)}")
+    if isinstance(exc, asyncpg.QueryCanceledError):
+        # The server cancelled it (statement_timeout) and rolled it back.
+        return EnqueueFailed(f"nothing stored: {error_text(exc)}")
+    return EnqueueOutcomeUnknown(
+        f"the connection was lost after the job was sent; it may or may not be stored "
+        f"(retry with a unique_key to be sure): {error_text(exc)}"
+    )
 
 
 async def insert(
@@ -109,7 +192,9 @@ class Enqueuer:
         try:
             records = await self._write([row for row, _ in batch])
         except Exception as exc:
-            if len(batch) == 1 or is_unavailable(exc):
+            # An outage is every row's (and resending one of unknown fate could store
+            # it twice); any other error is one row's.
+            if len(batch) == 1 or isinstance(exc, EnqueueError):
                 for _, future in batch:
                     _settle(future, exception=exc)
                 return
@@ -123,9 +208,13 @@ class Enqueuer:
             _settle(future, record)
 
     async def _write(self, rows: list[JobRow]) -> list[Job]:
-        if len(rows) == 1:
-            return [await self._store.enqueue(row=rows[0])]
-        return await self._store.enqueue_rows(rows=rows)
+        return await on_pool(self._store, lambda store: _insert_rows(store, rows))
+
+
+async def _insert_rows(store: Store, rows: list[JobRow]) -> list[Job]:
+    if len(rows) == 1:
+        return [await store.enqueue(row=rows[0])]
+    return await store.enqueue_rows(rows=rows)
 
 
 def _settle(

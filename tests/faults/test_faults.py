@@ -210,7 +210,7 @@ def test_postgresql_restarts_under_load(tmp_path: Path, spawn: Spawn) -> None:
                         accepted.append(r.json()["id"])
                     else:
                         assert r.status_code == 503, r.text
-                        assert r.json() == {"detail": "database unavailable; retry later"}
+                        assert r.json()["stored"] in (False, "unknown"), r.text
 
             for _ in range(5):
                 post_some(20)

@@ -5,7 +5,9 @@
                  "type": "greater_than_equal"}]}
 
 Errors about no single field (404, 409, 503) carry ``detail`` as one string; a 409
-also gives the job's current ``status``.
+also gives the job's current ``status``, and an enqueue's 503 whether its jobs may have
+been stored (``"stored": false``: retry; ``"stored": "unknown"``: retry with the same
+``Idempotency-Key`` or ``unique_key``, which cannot store it twice).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
+from jobqueue.db.pool import is_unavailable
+from jobqueue.errors import EnqueueError, EnqueueFailed
 from jobqueue.job import JobNotFound, JobStateError
 
 UNAVAILABLE: tuple[type[Exception], ...] = (
@@ -30,6 +34,8 @@ UNAVAILABLE: tuple[type[Exception], ...] = (
     asyncpg.AdminShutdownError,
     asyncpg.CrashShutdownError,
     asyncpg.TooManyConnectionsError,
+    # A query on a connection whose backend was just killed, when is_unavailable says so.
+    asyncpg.InternalClientError,
 )
 
 
@@ -64,10 +70,25 @@ def _message(error: dict[str, Any]) -> str:
 
 
 async def database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    if not is_unavailable(exc):
+        raise exc  # a bug: a 500, with its traceback in the log
     return JSONResponse(
         {"detail": "database unavailable; retry later"},
         status_code=503,
         headers={"Retry-After": "1"},
+    )
+
+
+async def enqueue_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, EnqueueError)
+    detail = (
+        "database unavailable; nothing stored, retry later"
+        if isinstance(exc, EnqueueFailed)
+        else "database connection lost after the job was sent: it may or may not be "
+        "stored; retry with the same Idempotency-Key to be sure"
+    )
+    return JSONResponse(
+        {"detail": detail, "stored": exc.stored}, status_code=503, headers={"Retry-After": "1"}
     )
 
 
@@ -84,5 +105,6 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(JobNotFound, job_not_found)
     app.add_exception_handler(JobStateError, job_state_conflict)
+    app.add_exception_handler(EnqueueError, enqueue_unavailable)
     for exc in UNAVAILABLE:
         app.add_exception_handler(exc, database_unavailable)

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Body, Header, HTTPException, Query, Request, Resp
 from fastapi.responses import JSONResponse
 
 from jobqueue import fields
-from jobqueue.api.errors import UNAVAILABLE, field_error
+from jobqueue.api.errors import field_error
 from jobqueue.api.schemas import (
     AttemptList,
     BatchCreated,
@@ -27,6 +27,7 @@ from jobqueue.api.schemas import (
     RetryFilter,
 )
 from jobqueue.app import JobQueue
+from jobqueue.db.pool import is_unavailable
 from jobqueue.encoding import to_json
 from jobqueue.job import FINAL_STATES, Job, JobStatus, QueueInfo, WorkerInfo
 from jobqueue.new_job import NewJob
@@ -55,7 +56,7 @@ def jobqueue(request: Request) -> JobQueue:
         400: {"description": "Malformed JSON"},
         413: {"description": "Payload over JOBQUEUE_MAX_PAYLOAD_BYTES"},
         422: {"description": "Invalid field, unknown field, or no handler for the type"},
-        503: {"description": "Database unavailable"},
+        503: {"description": "Database unavailable; `stored` says whether the job may be stored"},
     },
 )
 async def create_job(
@@ -99,7 +100,7 @@ async def create_job(
         400: {"description": "Malformed JSON"},
         413: {"description": "A payload over JOBQUEUE_MAX_PAYLOAD_BYTES"},
         422: {"description": "Invalid jobs; each error names its job by index, e.g. jobs.3.type"},
-        503: {"description": "Database unavailable"},
+        503: {"description": "Database unavailable; `stored` says whether the jobs may be stored"},
     },
 )
 async def create_jobs(request: Request, batch: Annotated[NewJobs, Body()]) -> BatchCreated:
@@ -354,7 +355,9 @@ async def readyz(request: Request) -> Response:
     listener = request.app.state.listener_health()
     try:
         await asyncio.wait_for(jq.ping(), READY_TIMEOUT_SECONDS)
-    except UNAVAILABLE:
+    except Exception as exc:
+        if not is_unavailable(exc):
+            raise
         body = Readiness(status="unavailable", database="unreachable", listener=listener)
         return JSONResponse(body.model_dump(), status_code=503)
     return JSONResponse(Readiness(status="ready", database="ok", listener=listener).model_dump())

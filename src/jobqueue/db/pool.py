@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import socket
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import asyncpg
 
 from jobqueue.config import Settings
 from jobqueue.db.embedded import EmbeddedPostgres
+
+T = TypeVar("T")
 
 # Half-open TCP connections (a host that vanished without a FIN) are noticed by the
 # server within about 30 s instead of the kernel's default two hours, so that it
@@ -97,10 +100,51 @@ async def init_connection(conn: asyncpg.Connection) -> None:
     set_tcp_options(conn)
 
 
+class Pool(asyncpg.Pool):  # type: ignore[misc]  # asyncpg has no type information
+    """asyncpg's pool, whose queries are sent again on another connection when they
+    provably never reached the server (see ``never_sent``): a backend terminated while
+    its connection sat idle leaves that connection looking open for a moment, and the
+    first query on it fails before anything is written. Nothing ran, so running it
+    elsewhere is safe for any statement, and callers never see that race."""
+
+    async def execute(self, query: str, *args: Any, **options: Any) -> str:
+        result: str = await self._resend_unsent("execute", query, args, options)
+        return result
+
+    async def fetch(self, query: str, *args: Any, **options: Any) -> list[Any]:
+        result: list[Any] = await self._resend_unsent("fetch", query, args, options)
+        return result
+
+    async def fetchrow(self, query: str, *args: Any, **options: Any) -> Any:
+        return await self._resend_unsent("fetchrow", query, args, options)
+
+    async def fetchval(self, query: str, *args: Any, **options: Any) -> Any:
+        return await self._resend_unsent("fetchval", query, args, options)
+
+    async def _resend_unsent(
+        self, method: str, query: str, args: tuple[Any, ...], options: dict[str, Any]
+    ) -> Any:
+        run = getattr(super(), method)  # asyncpg's, with its options (timeout, ...)
+        return await resend_unsent(lambda: run(query, *args, **options), self)
+
+
+async def resend_unsent(run: Callable[[], Awaitable[T]], pool: asyncpg.Pool) -> T:
+    """``run()``, run again while it fails before its statement was sent. Each failure
+    closed the connection it was tried on, and every connection of the pool may have
+    been killed at once: so up to once per connection, and once more on a new one."""
+    for _ in range(pool.get_max_size()):
+        try:
+            return await run()
+        except Exception as exc:
+            if not never_sent(exc):
+                raise
+    return await run()
+
+
 async def create_pool(
     dsn: str, *, min_size: int = 1, max_size: int = 10, statement_timeout: float = 30.0
 ) -> asyncpg.Pool:
-    pool: asyncpg.Pool = await asyncpg.create_pool(
+    pool = Pool(
         dsn,
         min_size=min_size,
         max_size=max_size,
@@ -115,7 +159,14 @@ async def create_pool(
             "statement_timeout": f"{int(statement_timeout * 1000)}ms",
             **KEEPALIVE_SETTINGS,
         },
+        # What asyncpg.create_pool, which cannot make a subclass, passes by default.
+        connection_class=asyncpg.Connection,
+        record_class=asyncpg.Record,
+        max_queries=50000,
+        max_inactive_connection_lifetime=300.0,
+        loop=None,
     )
+    await pool
     return pool
 
 
@@ -134,20 +185,38 @@ async def connect(
     return conn
 
 
+# The error of a query on a connection whose backend was terminated while it sat idle:
+# asyncpg read the server's FATAL message with no query in flight, took it for a
+# protocol error and waits for a ReadyForQuery that never comes; until it reads the
+# end of the stream, the connection looks open. The next query fails as it begins.
+STALE_CONNECTION = "cannot switch to state"
+
+
+def never_sent(exc: BaseException) -> bool:
+    """True for an error raised before the statement was written to its connection: it
+    never reached the server, so nothing of it ran. asyncpg checks that a connection is
+    open, still ours and not busy before it sends anything, and says so with an
+    InterfaceError (but a bad argument's is a ValueError too); a connection that dies
+    once the statement is sent is a ConnectionDoesNotExistError instead."""
+    if isinstance(exc, asyncpg.InternalClientError):
+        return str(exc).startswith(STALE_CONNECTION)
+    return isinstance(exc, asyncpg.InterfaceError) and not isinstance(exc, ValueError)
+
+
 def is_unavailable(exc: BaseException) -> bool:
     """True for errors that mean the database cannot be reached right now (retry later)."""
     unavailable: tuple[type[BaseException], ...] = (
-        OSError,
+        OSError,  # refused, reset, broken pipe, unreachable
         asyncpg.QueryCanceledError,  # statement_timeout: the server is too slow to answer
         TimeoutError,
-        asyncpg.PostgresConnectionError,
-        asyncpg.InterfaceError,
-        asyncpg.CannotConnectNowError,
-        asyncpg.AdminShutdownError,
+        asyncpg.PostgresConnectionError,  # class 08, CannotConnectNow among them
+        asyncpg.InterfaceError,  # connection closed, lost mid-operation or released
+        asyncpg.CannotConnectNowError,  # starting up or shutting down
+        asyncpg.AdminShutdownError,  # 57P01: pg_terminate_backend, a fast shutdown
         asyncpg.CrashShutdownError,
         asyncpg.TooManyConnectionsError,
     )
-    return isinstance(exc, unavailable)
+    return isinstance(exc, unavailable) or never_sent(exc)
 
 
 def error_text(exc: BaseException) -> str:

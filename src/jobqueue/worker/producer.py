@@ -10,14 +10,12 @@ this process; the others share whatever slots are free.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import asyncpg
 import structlog
 
-from jobqueue.db.pool import log_failure
+from jobqueue.db.pool import log_failure, never_sent
 from jobqueue.db.store import Store
 from jobqueue.signals import Signal, Signals
 from jobqueue.worker.executor import Executor
@@ -55,8 +53,6 @@ class Producer:
         self._poll_interval = poll_interval
         self._claim_batch = claim_batch
         self._wake = asyncio.Event()
-        self._conn: asyncpg.Connection | None = None
-        self._claims: Store | None = None  # the store on that connection
         self._stopping = False
         self._turn = 0
         self.claims = 0  # statements run, for the stop log line
@@ -81,42 +77,32 @@ class Producer:
 
     async def run(self) -> None:
         backoff = 0.1
-        try:
-            while not self._stopping:
-                self._wake.clear()  # before claiming, so a NOTIFY during the claim is kept
-                free = min(self._executor.free_slots, self._claim_batch)
-                if free:
-                    try:
-                        before = self.claimed
-                        more = await self.claim(free)
-                        self.signals.polled.fire(self.claimed - before)
-                        if more:
-                            continue  # a queue filled every slot asked: there may be more
-                        backoff = 0.1
-                    except Exception as exc:
-                        log_failure(log, exc, "claiming jobs failed", "claiming paused")
-                        await self._drop_connection()
-                        await asyncio.sleep(backoff)
-                        backoff = min(backoff * 2, 5.0)
+        unsent = 0  # claims in a row that failed before reaching the server
+        while not self._stopping:
+            self._wake.clear()  # before claiming, so a NOTIFY during the claim is kept
+            free = min(self._executor.free_slots, self._claim_batch)
+            if free:
+                try:
+                    before = self.claimed
+                    more = await self.claim(free)
+                    self.signals.polled.fire(self.claimed - before)
+                    unsent = 0
+                    if more:
+                        continue  # a queue filled every slot asked: there may be more
+                    backoff = 0.1
+                except Exception as exc:
+                    # A connection whose backend was killed while it sat in the pool
+                    # fails before sending: nothing ran, and asyncpg closed it. The
+                    # next claim takes another; all of them may have been killed.
+                    if never_sent(exc) and unsent < self._store.pool.get_max_size():
+                        unsent += 1
                         continue
-                self.signals.asleep.fire(None)
-                await self._sleep()
-        finally:
-            await self._drop_connection()
-
-    async def _claim_store(self) -> Store:
-        """The producer keeps one pooled connection: taking it from the pool for every
-        claim costs a few turns of the event loop on the path to an idle job's start."""
-        if self._claims is None or self._conn is None or self._conn.is_closed():
-            self._conn = await self._store.pool.acquire()
-            self._claims = self._store.on(self._conn)
-        return self._claims
-
-    async def _drop_connection(self) -> None:
-        conn, self._conn, self._claims = self._conn, None, None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                await self._store.pool.release(conn)  # a broken one is closed, not reused
+                    log_failure(log, exc, "claiming jobs failed", "claiming paused")
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, 5.0)
+                    continue
+            self.signals.asleep.fire(None)
+            await self._sleep()
 
     async def _sleep(self) -> None:
         """Until woken, or the poll interval passes. A timer that sets the event, not
@@ -129,28 +115,36 @@ class Producer:
             timer.cancel()
 
     async def claim(self, free: int) -> bool:
-        """Claim up to ``free`` jobs across the queues; True if one may have more due."""
+        """Claim up to ``free`` jobs across the queues; True if one may have more due.
+
+        One pooled connection for the pass, taken for it alone: a connection kept
+        across passes would sleep with the producer, and one whose backend is killed
+        meanwhile is handed back to the pool by asyncpg under the producer's hands.
+        Claimed jobs start before the connection goes back, so that giving it back
+        (a task of asyncpg's, a turn of the event loop) is not on the path to their start.
+        """
         more = False
         # Start from a different queue each time so no queue starves the others.
         self._turn = (self._turn + 1) % len(self.queues)
-        for queue in self.queues[self._turn :] + self.queues[: self._turn]:
-            if free == 0 or self._stopping:
-                break
-            limit = self._limits.get(queue)
-            wanted = free if limit is None else min(free, limit - self._executor.running_in(queue))
-            if wanted <= 0:
-                continue  # at its limit: a finishing job of this queue wakes us
-            store = await self._claim_store()
-            jobs = await store.claim(
-                queue=queue,
-                limit=wanted,
-                worker_id=self._worker_id,
-                lease_seconds=self._lease_seconds,
-            )
-            self.claims += 1
-            self.claimed += len(jobs)
-            for job in jobs:
-                self._executor.start(job)
-            more = more or len(jobs) == wanted
-            free -= len(jobs)
+        async with self._store.connection() as store:
+            for queue in self.queues[self._turn :] + self.queues[: self._turn]:
+                if free == 0 or self._stopping:
+                    break
+                limit = self._limits.get(queue)
+                running = self._executor.running_in(queue)
+                wanted = free if limit is None else min(free, limit - running)
+                if wanted <= 0:
+                    continue  # at its limit: a finishing job of this queue wakes us
+                jobs = await store.claim(
+                    queue=queue,
+                    limit=wanted,
+                    worker_id=self._worker_id,
+                    lease_seconds=self._lease_seconds,
+                )
+                self.claims += 1
+                self.claimed += len(jobs)
+                for job in jobs:
+                    self._executor.start(job)
+                more = more or len(jobs) == wanted
+                free -= len(jobs)
         return more

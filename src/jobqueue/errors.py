@@ -1,0 +1,39 @@
+"""The errors of enqueueing when the database cannot be reached: each says whether the
+job may have been stored, so that the caller knows whether retrying could store it twice.
+
+``EnqueueFailed``: nothing was stored, because the statement never reached the server
+(no connection could be had; jobqueue already retried a few times) or the server
+refused it (the statement timed out and was rolled back). Retrying is safe.
+
+``EnqueueOutcomeUnknown``: the connection died after the statement was sent. The
+server may have committed it before dying, or not; no one can tell from here, so
+jobqueue never resends it. Retrying may store the job twice, unless the job has a
+``unique_key`` (or, over HTTP, an ``Idempotency-Key``): then a retry returns the job
+the first call stored, if it did, and stores it otherwise.
+
+Both are ``EnqueueError``s, and ``ConnectionError``s: code that already treats a
+lost connection as "try later" keeps working.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+
+class EnqueueError(ConnectionError):
+    """An enqueue that did not get through to the database; see ``stored``."""
+
+    # False: certainly not stored. "unknown": maybe stored (what the HTTP API says too).
+    stored: ClassVar[Literal[False, "unknown"]]
+
+
+class EnqueueFailed(EnqueueError):
+    """Nothing was stored: retrying is safe."""
+
+    stored = False
+
+
+class EnqueueOutcomeUnknown(EnqueueError):
+    """The job may or may not have been stored: retry with a ``unique_key`` to be sure."""
+
+    stored = "unknown"
