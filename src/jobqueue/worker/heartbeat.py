@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from jobqueue.db.pool import log_failure
+from jobqueue.db.pool import log_failure, resend_unsent
 from jobqueue.db.records import ClaimedJob
 from jobqueue.db.store import Store
 from jobqueue.signals import Signal, Signals
@@ -67,7 +67,9 @@ class Heartbeat:
         while True:
             await asyncio.sleep(self.interval)
             try:
-                self.signals.beat.fire(await self.beat())
+                # A connection whose backend was killed while it sat in the pool fails
+                # before anything is sent: the beat is made again at once on another.
+                self.signals.beat.fire(await resend_unsent(self.beat, self._store.pool))
             except Exception as exc:
                 log_failure(log, exc, "heartbeat failed", "heartbeat missed")
 
