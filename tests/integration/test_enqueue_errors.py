@@ -38,10 +38,12 @@ async def inserts_blocked(db: asyncpg.Connection, schema: str) -> AsyncIterator[
         yield
 
 
-async def kill_blocked_insert(db: asyncpg.Connection, schema: str) -> None:
+async def kill_blocked_insert(
+    db: asyncpg.Connection, schema: str, enqueue: asyncio.Task[Any]
+) -> None:
     """Terminate the backend of jobqueue's INSERT that waits for our lock (this test's
     schema: no other test's backend)."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while True:
         killed = await db.fetchval(
             """SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
@@ -51,7 +53,13 @@ async def kill_blocked_insert(db: asyncpg.Connection, schema: str) -> None:
         )
         if killed:
             return
-        assert time.monotonic() < deadline, "no blocked INSERT found"
+        if time.monotonic() > deadline or enqueue.done():
+            backends = await db.fetch(
+                """SELECT state, wait_event_type, wait_event, left(query, 80) AS query
+                   FROM pg_stat_activity WHERE application_name = 'jobqueue'"""
+            )
+            ended = enqueue.exception() if enqueue.done() else "still waiting"
+            raise AssertionError(f"no blocked INSERT found; enqueue: {ended!r}; {backends}")
         await asyncio.sleep(0.01)
 
 
@@ -68,7 +76,7 @@ async def test_a_backend_killed_during_the_insert_is_an_unknown_outcome_never_re
 ) -> None:
     async with inserts_blocked(db, schema):
         enqueue = asyncio.create_task(ENQUEUES[call](jq))
-        await kill_blocked_insert(db, schema)
+        await kill_blocked_insert(db, schema, enqueue)
         with pytest.raises(EnqueueOutcomeUnknown) as raised:
             await enqueue
     assert raised.value.stored == "unknown"
@@ -85,7 +93,7 @@ async def test_an_idempotent_retry_after_an_unknown_outcome_stores_the_job_once(
 ) -> None:
     async with inserts_blocked(db, schema):
         first = asyncio.create_task(jq.enqueue("ok", {"n": 1}, unique_key="order-7"))
-        await kill_blocked_insert(db, schema)
+        await kill_blocked_insert(db, schema, first)
         with pytest.raises(EnqueueOutcomeUnknown):
             await first
     job = await jq.enqueue("ok", {"n": 1}, unique_key="order-7")
@@ -101,7 +109,7 @@ async def test_concurrent_callers_each_get_their_own_outcome(
     others get their jobs; none gets a job that is not stored."""
     async with inserts_blocked(db, schema):
         calls = [asyncio.create_task(jq.enqueue("ok", {"n": n})) for n in range(20)]
-        await kill_blocked_insert(db, schema)
+        await kill_blocked_insert(db, schema, calls[0])
     outcomes = await asyncio.gather(*calls, return_exceptions=True)
     jobs = [o for o in outcomes if not isinstance(o, BaseException)]
     errors = [o for o in outcomes if isinstance(o, BaseException)]
@@ -215,7 +223,7 @@ async def test_http_503_says_the_job_may_be_stored_and_the_same_key_settles_it(
     headers = {"Idempotency-Key": "order-9"}
     async with inserts_blocked(db, schema):
         post = asyncio.create_task(api_client.post("/jobs", json={"type": "ok"}, headers=headers))
-        await kill_blocked_insert(db, schema)
+        await kill_blocked_insert(db, schema, post)
         r = await post
     assert r.status_code == 503, r.text
     assert r.json()["stored"] == "unknown"
