@@ -196,20 +196,27 @@ def machine(dsn: str) -> dict[str, Any]:
 def measure(
     systems: dict[str, list[str]], dsns: dict[str, str], chosen: list[Workload], runs: int
 ) -> dict[str, Any]:
-    """Run i of a workload runs every system before run i + 1 starts, in an order that
-    rotates, so that a noisy minute on a shared machine hits every system alike."""
+    """Run i of every workload, on every system, before run i + 1 of any starts, the
+    systems in an order that rotates: a noisy minute on a shared machine then hits
+    every system alike, and each workload alike, so that the ratios between workloads
+    (drain_1proc_1M_history against drain_1proc) hold too."""
     for name, command in systems.items():
         run(command, "setup", dsns[name])
     figures: dict[str, dict[str, Any]] = {name: {} for name in systems}
     per_run: dict[str, dict[str, list[Any]]] = {name: {} for name in systems}
-    for w in chosen:
-        names = [n for n in systems if n == "jobqueue" or not w.jobqueue_only]
-        results: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
-        for i in range(runs):
-            for name in names[i % len(names) :] + names[: i % len(names)]:
+    names = {w.key: [n for n in systems if n == "jobqueue" or not w.jobqueue_only]
+             for w in chosen}  # fmt: skip
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {
+        w.key: {name: [] for name in names[w.key]} for w in chosen
+    }
+    for i in range(runs):
+        for w in chosen:
+            order = names[w.key][i % len(names[w.key]) :] + names[w.key][: i % len(names[w.key])]
+            for name in order:
                 progress(f"{name}: {w.key} run {i + 1}/{runs}")
-                results[name].append(run(systems[name], w.command, dsns[name], *w.args))
-        for name, done in results.items():
+                results[w.key][name].append(run(systems[name], w.command, dsns[name], *w.args))
+    for w in chosen:
+        for name, done in results[w.key].items():
             summarize(figures[name], w, done)
             per_run[name][w.key] = [r[w.result] for r in done]
     return {"systems": figures, "runs": per_run}
