@@ -9,14 +9,24 @@ is one commit, so one WAL flush, and the disk sets the pace).
 `drain_mixed` is `drain` with the job-control features in use: jobs spread over four
 queues (two of them capped, `mail=400` and `reports=200`) and ten priorities, with
 priority aging on. The variable JQBENCH_MIXED carries it to the worker processes.
+
+`pressure` offers jobs at a fixed rate (`--rate`, 200 jobs/s) to one worker process,
+and for `--hold` seconds (120) of it keeps another session idle in a transaction,
+holding back the cluster's xmin, as a forgotten `BEGIN` or a long report does: no
+dead row version can be removed meanwhile. It reports throughput and pickup latency
+(handler start minus the enqueue's return) before and during the hold, and each of
+our tables' size and dead tuples before, at the end of the hold, `--after` seconds
+(60) after it with autovacuum alone, and after two VACUUMs a leader round apart.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import dataclasses
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -184,7 +194,117 @@ async def raw_insert(dsn: str, n: int) -> dict[str, Any]:
     return {"jobs": n, "seconds": round(seconds, 4), "rate": round(n / seconds, 2)}
 
 
+async def pressure(
+    dsn: str, rate: float, before: float, hold: float, after: float
+) -> dict[str, Any]:
+    adapter = JobqueueAdapter(dsn)
+    await adapter.open()
+    holder = await asyncpg.connect(dsn)
+    try:
+        await adapter.empty()
+        await adapter.execute(f'VACUUM "{SCHEMA}".jobs')
+        await adapter.checkpoint()
+        with (
+            tempfile.TemporaryDirectory(prefix="jqbench-") as tmp,
+            harness.WorkerPool(1, harness._worker_args(dsn, None, 0.0), Path(tmp)) as pool,
+        ):
+            await pool.wait_ready(harness.READY_TIMEOUT_S)
+            await asyncio.sleep(harness.READY_SETTLE_S)
+            tables = {"before": await table_stats(adapter.conn)}
+            commits: list[float] = []
+            schedule = time.monotonic()
+            hold_from, hold_to = schedule + before, schedule + before + hold
+            end = hold_to + after
+            holding = False
+            seq = 0
+            while (at := schedule + seq / rate) < end:
+                now = time.monotonic()
+                if not holding and now >= hold_from and hold_to > now:
+                    await holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                    await holder.fetchval("SELECT txid_current()")
+                    holding = True
+                elif holding and now >= hold_to:
+                    tables["hold_end"] = await table_stats(adapter.conn)
+                    await holder.execute("ROLLBACK")
+                    holding = False
+                if at > now:
+                    await asyncio.sleep(at - now)
+                await adapter.enqueue_one(seq)
+                commits.append(time.monotonic())
+                seq += 1
+
+            def all_started() -> bool:
+                return len(pool.marks()[0].jobs) >= seq
+
+            await harness.wait_until(all_started, timeout=60, pool=pool)
+            starts = pool.marks()[0].jobs
+            tables["after"] = await table_stats(adapter.conn)
+            # Vacuum frees the pages, the leader's next fold (within its 5 s round) then
+            # empties the last ones, written just before, and a second vacuum cuts them off.
+            await adapter.execute("VACUUM")
+            await asyncio.sleep(2 * adapter.settings.rescue_interval)
+            await adapter.execute("VACUUM")
+            tables["vacuumed"] = await table_stats(adapter.conn)
+    finally:
+        await holder.close()
+        await adapter.close()
+
+    def phase(since: float, until: float) -> dict[str, float]:
+        picked = [(starts[i] - commits[i]) * 1000.0 for i in range(seq)
+                  if since <= commits[i] - schedule < until]  # fmt: skip
+        # Jobs started within the window, per second of it.
+        started = sum(1 for t in starts.values() if since <= t - schedule < until)
+        return {
+            "rate": round(started / (until - since), 1),
+            "p50_ms": round(harness.percentile(picked, 50), 3),
+            "p99_ms": round(harness.percentile(picked, 99), 3),
+        }
+
+    phases = {"before": phase(0, before), "hold": phase(before, before + hold),
+              "after": phase(before + hold, before + hold + after)}  # fmt: skip
+    return {
+        "offered_rate": rate,
+        "hold_seconds": hold,
+        "before_rate": phases["before"]["rate"],
+        "hold_rate": phases["hold"]["rate"],
+        "hold_throughput_ratio": round(phases["hold"]["rate"] / phases["before"]["rate"], 3),
+        "before_p50_ms": phases["before"]["p50_ms"],
+        "hold_p50_ms": phases["hold"]["p50_ms"],
+        "before_p99_ms": phases["before"]["p99_ms"],
+        "hold_p99_ms": phases["hold"]["p99_ms"],
+        "phases": phases,
+        "tables": tables,
+    }
+
+
+async def table_stats(conn: asyncpg.Connection) -> dict[str, dict[str, int]]:
+    """Each of our tables' size with its indexes (and the claim index's alone), and its
+    dead tuples as the statistics views have them (up to a few seconds behind)."""
+    rows = await conn.fetch(
+        """SELECT c.relname, pg_total_relation_size(c.oid) AS bytes,
+                  COALESCE(s.n_dead_tup, 0) AS dead
+           FROM pg_class AS c
+           JOIN pg_namespace AS n ON n.oid = c.relnamespace
+           LEFT JOIN pg_stat_user_tables AS s ON s.relid = c.oid
+           WHERE n.nspname = $1 AND c.relkind IN ('r', 'i') AND (c.relkind = 'r'
+                 OR c.relname = 'jobs_claim_idx')
+           ORDER BY c.relname""",
+        SCHEMA,
+    )
+    return {r["relname"]: {"kib": r["bytes"] // 1024, "dead": r["dead"]} for r in rows}
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["pressure"]:
+        parser = argparse.ArgumentParser(prog="pressure")
+        parser.add_argument("--dsn", required=True)
+        parser.add_argument("--rate", type=float, default=200.0)
+        parser.add_argument("--before", type=float, default=30.0)
+        parser.add_argument("--hold", type=float, default=120.0)
+        parser.add_argument("--after", type=float, default=60.0)
+        a = parser.parse_args(sys.argv[2:])
+        harness.emit(asyncio.run(pressure(a.dsn, a.rate, a.before, a.hold, a.after)))
+        sys.exit(0)
     if sys.argv[1:2] == ["raw_copy"]:
         args = harness.parse_args(["enqueue_bulk", *sys.argv[2:]])
         harness.emit(asyncio.run(raw_copy(args.dsn, args.n, args.batch)))

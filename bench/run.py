@@ -8,6 +8,7 @@ JSON. It is not a test: nothing here asserts a time.
     jobqueue bench                                   # jobqueue alone
     jobqueue bench --compare pgqueuer,procrastinate  # peers measured in the same run
     jobqueue bench --quick --json                    # a tenth of each workload, as JSON
+    jobqueue bench --only pressure --runs 1          # a held xmin at 200 jobs/s, ~4 minutes
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class Workload:
     result: str  # the runner output field reported
     unit: str
     jobqueue_only: bool = False
+    named_only: bool = False  # run only when --only names it (minutes long)
 
 
 def workloads(scale: float) -> list[Workload]:
@@ -74,6 +76,11 @@ def workloads(scale: float) -> list[Workload]:
         Workload("drain_mixed", "drain_mixed", ("--n", n(50_000), "--processes", "1"), "rate",
                  "jobs/s", jobqueue_only=True),
         Workload("latency", "latency", ("--n", "200", "--interval-ms", "20"), "p50_ms", "ms"),
+        # 200 jobs/s offered while another session holds the xmin back for 120 s.
+        Workload("pressure", "pressure",
+                 ("--rate", "200", "--before", str(30 * scale), "--hold", str(120 * scale),
+                  "--after", str(60 * scale)), "hold_throughput_ratio", "x",
+                 jobqueue_only=True, named_only=True),
         # Memory at the same setting for every system: 100 jobs at a time.
         Workload("worker_rss_mib", "drain",
                  ("--n", n(20_000), "--processes", "1", "--concurrency", "100"),
@@ -96,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown or args.runs < 1:
         parser.error(f"unknown peer {unknown[0]!r}" if unknown else "--runs must be >= 1")
     chosen = [w for w in workloads(0.1 if args.quick else 1.0)
-              if not args.only or w.key in args.only.split(",")]  # fmt: skip
+              if w.key in args.only.split(",") or not (args.only or w.named_only)]  # fmt: skip
 
     dsn, server = database_url()
     try:
@@ -130,8 +137,9 @@ def database_url() -> tuple[str, Any]:
 
 
 def system_dsn(dsn: str, system: str) -> str:
-    """A fresh database per system, so that no system measures another's tables."""
-    name = f"jqbench_{system}"
+    """A fresh database per system, so that no system measures another's tables.
+    JQBENCH_DATABASE_PREFIX keeps two benches on one server out of each other's way."""
+    name = f"{os.environ.get('JQBENCH_DATABASE_PREFIX', 'jqbench')}_{system}"
 
     async def create() -> None:
         conn = await asyncpg.connect(dsn)
@@ -188,20 +196,27 @@ def machine(dsn: str) -> dict[str, Any]:
 def measure(
     systems: dict[str, list[str]], dsns: dict[str, str], chosen: list[Workload], runs: int
 ) -> dict[str, Any]:
-    """Run i of a workload runs every system before run i + 1 starts, in an order that
-    rotates, so that a noisy minute on a shared machine hits every system alike."""
+    """Run i of every workload, on every system, before run i + 1 of any starts, the
+    systems in an order that rotates: a noisy minute on a shared machine then hits
+    every system alike, and each workload alike, so that the ratios between workloads
+    (drain_1proc_1M_history against drain_1proc) hold too."""
     for name, command in systems.items():
         run(command, "setup", dsns[name])
     figures: dict[str, dict[str, Any]] = {name: {} for name in systems}
     per_run: dict[str, dict[str, list[Any]]] = {name: {} for name in systems}
-    for w in chosen:
-        names = [n for n in systems if n == "jobqueue" or not w.jobqueue_only]
-        results: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
-        for i in range(runs):
-            for name in names[i % len(names) :] + names[: i % len(names)]:
+    names = {w.key: [n for n in systems if n == "jobqueue" or not w.jobqueue_only]
+             for w in chosen}  # fmt: skip
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {
+        w.key: {name: [] for name in names[w.key]} for w in chosen
+    }
+    for i in range(runs):
+        for w in chosen:
+            order = names[w.key][i % len(names[w.key]) :] + names[w.key][: i % len(names[w.key])]
+            for name in order:
                 progress(f"{name}: {w.key} run {i + 1}/{runs}")
-                results[name].append(run(systems[name], w.command, dsns[name], *w.args))
-        for name, done in results.items():
+                results[w.key][name].append(run(systems[name], w.command, dsns[name], *w.args))
+    for w in chosen:
+        for name, done in results[w.key].items():
             summarize(figures[name], w, done)
             per_run[name][w.key] = [r[w.result] for r in done]
     return {"systems": figures, "runs": per_run}
@@ -210,6 +225,11 @@ def measure(
 def summarize(figures: dict[str, Any], w: Workload, results: list[dict[str, Any]]) -> None:
     if w.key == "worker_rss_mib":
         figures[w.key] = max(r["worker_rss_mib"] for r in results)  # a peak, not a median
+        return
+    if w.command == "pressure":
+        scalars = [k for k, v in results[0].items() if isinstance(v, int | float)]
+        figures[w.key] = {k: median_of(results, k) for k in scalars}
+        figures[f"{w.key}_tables"] = results[len(results) // 2]["tables"]
         return
     if w.command == "latency":
         figures[w.key] = {p: median_of(results, p) for p in ("p50_ms", "p95_ms", "p99_ms")}
@@ -332,7 +352,14 @@ def progress(message: str) -> None:
 
 # -- the table -----------------------------------------------------------------------------------
 
-LOWER_IS_BETTER = ("latency", "worker_rss_mib", "drain_rss_mib", "enqueue_http_server_cpu")
+LOWER_IS_BETTER = (
+    "latency",
+    "worker_rss_mib",
+    "drain_rss_mib",
+    "enqueue_http_server_cpu",
+    "pressure_before_p",
+    "pressure_hold_p",
+)
 
 
 def table(figures: dict[str, Any]) -> str:
@@ -371,14 +398,14 @@ def flat(figures: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in figures.items():
         if isinstance(value, dict):
-            out.update({f"{key}_{k}": v for k, v in value.items()})
+            out.update({f"{key}_{k}": v for k, v in value.items() if not isinstance(v, dict)})
         else:
             out[key] = value
     return out
 
 
 def label(key: str) -> str:
-    if key.endswith(("_ms", "_mib", "_us_per_job")):
+    if key.endswith(("_ms", "_mib", "_us_per_job", "_ratio", "_seconds")):
         return key
     return f"{key} (jobs/s)"
 

@@ -74,6 +74,7 @@ class Queries:
     ping: str
     priority_age: str
     progress: str
+    queue_counts_fold: str
     queue_pause: str
     queue_resume: str
     queues_overview: str

@@ -381,6 +381,11 @@ class Store:
         records = await self.db.fetch(self._q.queues_overview, name, self.clock.now())
         return [QueueInfo(**dict(r.items())) for r in records]
 
+    async def queue_counts_fold(self, *, limit: int) -> int:
+        """Fold up to ``limit`` counter changes into the per-queue totals; return how many."""
+        folded: int = await self.db.fetchval(self._q.queue_counts_fold, limit)
+        return folded
+
     async def queue_pause(self, *, name: str) -> None:
         await self.db.execute(self._q.queue_pause, name, self.clock.now())
 

@@ -2,11 +2,12 @@
 
 Every worker process runs a Leader, which competes for the lead. Each interval it
 claims or renews the leader row for three intervals; the process that holds it runs
-the rescuer, the scheduler, priority aging and retention. A
+the rescuer, the scheduler, priority aging, retention and the folding of the
+queue counters' changes. A
 leader that dies or freezes stops renewing, and another process takes over within
 three intervals. Two processes that both believe they lead for a moment do no harm:
-rescuing and retention are idempotent (they touch only expired leases and old
-finished jobs, under SKIP LOCKED).
+rescuing, retention and folding are idempotent (they touch only expired leases,
+old finished jobs and counter changes, under SKIP LOCKED).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from jobqueue.cron import Schedule
 from jobqueue.db.pool import log_failure
 from jobqueue.db.store import Store
 from jobqueue.maintenance.aging import Aging
+from jobqueue.maintenance.compaction import Compaction
 from jobqueue.maintenance.rescuer import Rescuer
 from jobqueue.maintenance.retention import Retention
 from jobqueue.maintenance.scheduler import Scheduler
@@ -60,6 +62,7 @@ class Leader:
         self.retention = Retention(
             store, retain_completed=retain_completed, retain_failed=retain_failed
         )
+        self.compaction = Compaction(store)
         self.is_leader = False
         self.signals = LeaderSignals()
 
@@ -90,6 +93,7 @@ class Leader:
                 await self.scheduler.run_once()
                 await self.aging.run_if_due()
                 await self.retention.run_if_due()
+                await self.compaction.run_once()
         except Exception as exc:
             log_failure(log, exc, "maintenance failed", "maintenance skipped")
         self.signals.ran.fire(self.is_leader)

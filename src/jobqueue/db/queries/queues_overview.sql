@@ -1,27 +1,36 @@
--- Every queue with jobs or controls: counts by state (from queue_counts, kept by
--- triggers, so no job is counted here), whether it is paused, and how long its
--- longest-waiting due job has waited. $1: one queue, or NULL for all.
+-- Every queue with jobs or controls: counts by state (queue_totals plus the changes
+-- not folded into it yet, both kept by triggers, so no job is counted here), whether
+-- it is paused, and how long its longest-waiting due job has waited. $1: one queue,
+-- or NULL for all. Both tables are read in one snapshot: a fold commits both sides
+-- at once, so the sum is exact before, during and after it.
 --
 -- The wait is found with the claim index (queue, priority, run_at): for each
 -- distinct pending priority, in turn, the earliest due run_at is the first index
 -- entry. The cost grows with the number of priorities in use, not of jobs.
 -- $2 is "now": NULL for the database's clock, a time for a test's (db/store.py).
 WITH counts AS (
-    SELECT queue, status, sum(n)::bigint AS n
-    FROM {schema}.queue_counts
+    SELECT queue, sum(pending)::bigint AS pending, sum(running)::bigint AS running,
+           sum(completed)::bigint AS completed, sum(failed)::bigint AS failed,
+           sum(cancelled)::bigint AS cancelled
+    FROM (SELECT queue, pending, running, completed, failed, cancelled
+          FROM {schema}.queue_totals
+          UNION ALL
+          SELECT queue, pending, running, completed, failed, cancelled
+          FROM {schema}.queue_count_changes) AS c
     WHERE $1::text IS NULL OR queue = $1
-    GROUP BY queue, status
+    GROUP BY queue
 ), names AS (
-    SELECT queue AS name FROM counts WHERE n <> 0
+    SELECT queue AS name FROM counts
+    WHERE (pending, running, completed, failed, cancelled) <> (0, 0, 0, 0, 0)
     UNION
     SELECT name FROM {schema}.queues WHERE $1::text IS NULL OR name = $1
 )
 SELECT names.name,
-       COALESCE(sum(c.n) FILTER (WHERE c.status = 'pending'), 0)::bigint AS pending,
-       COALESCE(sum(c.n) FILTER (WHERE c.status = 'running'), 0)::bigint AS running,
-       COALESCE(sum(c.n) FILTER (WHERE c.status = 'completed'), 0)::bigint AS completed,
-       COALESCE(sum(c.n) FILTER (WHERE c.status = 'failed'), 0)::bigint AS failed,
-       COALESCE(sum(c.n) FILTER (WHERE c.status = 'cancelled'), 0)::bigint AS cancelled,
+       COALESCE(c.pending, 0) AS pending,
+       COALESCE(c.running, 0) AS running,
+       COALESCE(c.completed, 0) AS completed,
+       COALESCE(c.failed, 0) AS failed,
+       COALESCE(c.cancelled, 0) AS cancelled,
        q.paused_at IS NOT NULL AS paused,
        q.paused_at,
        (SELECT extract(epoch FROM COALESCE($2::timestamptz, now()) - min(w.oldest))::float8
@@ -46,5 +55,4 @@ SELECT names.name,
 FROM names
 LEFT JOIN counts AS c ON c.queue = names.name
 LEFT JOIN {schema}.queues AS q ON q.name = names.name
-GROUP BY names.name, q.paused_at
 ORDER BY names.name

@@ -1,0 +1,26 @@
+-- Folds up to $1 rows of queue_count_changes into queue_totals, in one statement, and
+-- returns how many it folded. The rows are taken by ctid (the table has no index), the
+-- oldest pages first as a sequential scan finds them; SKIP LOCKED lets two leaders
+-- that overlap for a moment fold different rows, and a row is added to the totals only
+-- by the statement that deleted it, so nothing is counted twice.
+WITH taken AS (
+    DELETE FROM {schema}.queue_count_changes
+    WHERE ctid = ANY(ARRAY(
+        SELECT ctid FROM {schema}.queue_count_changes LIMIT $1 FOR UPDATE SKIP LOCKED
+    ))
+    RETURNING queue, pending, running, completed, failed, cancelled
+), added AS (
+    INSERT INTO {schema}.queue_totals AS t (queue, pending, running, completed, failed, cancelled)
+    SELECT queue, sum(pending), sum(running), sum(completed), sum(failed), sum(cancelled)
+    FROM taken GROUP BY queue
+    ON CONFLICT (queue) DO UPDATE
+    SET pending = t.pending + excluded.pending,
+        running = t.running + excluded.running,
+        completed = t.completed + excluded.completed,
+        failed = t.failed + excluded.failed,
+        cancelled = t.cancelled + excluded.cancelled
+    -- A queue whose rows sum to nothing costs no new version of its totals row.
+    WHERE (excluded.pending, excluded.running, excluded.completed, excluded.failed,
+           excluded.cancelled) <> (0, 0, 0, 0, 0)
+)
+SELECT count(*) FROM taken
