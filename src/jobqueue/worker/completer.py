@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from jobqueue.db.pool import log_failure, never_sent
+from jobqueue.db.pool import log_failure, resend_unsent
 from jobqueue.db.records import ClaimedJob, Failure
 from jobqueue.db.store import Store
 from jobqueue.job import JobStatus
@@ -77,23 +77,18 @@ class Completer:
     async def run(self) -> None:
         """Flush until closed; a flush that cannot reach the database is retried."""
         backoff = 0.05
-        unsent = 0  # flushes in a row that failed before a statement reached the server
         while True:
             await self._pending.wait()
             if not self._closing:
                 await asyncio.sleep(self._flush_interval)  # gather a batch
             self._pending.clear()
             try:
-                self.signals.flushed.fire(await self.flush())
-                backoff = 0.05
-                unsent = 0
-            except Exception as exc:
                 # A connection whose backend was killed while it sat in the pool: its
-                # write never reached the server, and the next flush takes another.
-                if never_sent(exc) and unsent < self._store.pool.get_max_size():
-                    unsent += 1
-                    self._pending.set()
-                    continue
+                # write never reached the server, and the flush is made again at once
+                # on another (what was written before it is not written twice).
+                self.signals.flushed.fire(await resend_unsent(self.flush, self._store.pool))
+                backoff = 0.05
+            except Exception as exc:
                 log_failure(
                     log, exc, "writing job outcomes failed; retrying", "job outcomes kept for retry"
                 )

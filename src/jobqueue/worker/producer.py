@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from jobqueue.db.pool import log_failure, never_sent
+from jobqueue.db.pool import log_failure, resend_unsent
 from jobqueue.db.store import Store
 from jobqueue.signals import Signal, Signals
 from jobqueue.worker.executor import Executor
@@ -77,32 +77,30 @@ class Producer:
 
     async def run(self) -> None:
         backoff = 0.1
-        unsent = 0  # claims in a row that failed before reaching the server
         while not self._stopping:
             self._wake.clear()  # before claiming, so a NOTIFY during the claim is kept
-            free = min(self._executor.free_slots, self._claim_batch)
-            if free:
+            if self._free():
                 try:
                     before = self.claimed
-                    more = await self.claim(free)
+                    # A connection whose backend was killed while it sat in the pool
+                    # fails before sending: nothing ran, and asyncpg closed it. The pass
+                    # is made again at once on another, for the slots still free.
+                    more = await resend_unsent(lambda: self.claim(self._free()), self._store.pool)
                     self.signals.polled.fire(self.claimed - before)
-                    unsent = 0
                     if more:
                         continue  # a queue filled every slot asked: there may be more
                     backoff = 0.1
                 except Exception as exc:
-                    # A connection whose backend was killed while it sat in the pool
-                    # fails before sending: nothing ran, and asyncpg closed it. The
-                    # next claim takes another; all of them may have been killed.
-                    if never_sent(exc) and unsent < self._store.pool.get_max_size():
-                        unsent += 1
-                        continue
                     log_failure(log, exc, "claiming jobs failed", "claiming paused")
                     await asyncio.sleep(backoff)
                     backoff = min(backoff * 2, 5.0)
                     continue
             self.signals.asleep.fire(None)
             await self._sleep()
+
+    def _free(self) -> int:
+        """Jobs the next claim pass may take."""
+        return min(self._executor.free_slots, self._claim_batch)
 
     async def _sleep(self) -> None:
         """Until woken, or the poll interval passes. A timer that sets the event, not
