@@ -21,7 +21,7 @@ import contextlib
 import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import asyncpg
 
@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     from jobqueue.waiter import Waiter
 
 __all__ = ["AppConnection", "JobQueue", "Task"]
+
+T = TypeVar("T")
 
 
 class JobQueue:
@@ -270,15 +272,10 @@ class JobQueue:
         unique_for: float | None,
         conn: AppConnection | None,
     ) -> tuple[Job, bool]:
-        if conn is not None:  # the caller's transaction: never shared with other calls
-            store = (await opened(self.store())).on(executor_for(conn))
-            return await insert(store, row, unique_key, unique_for)
-        resources = await opened(self._database.resources())
-        if unique_key is not None:
-            return await on_pool(
-                resources.store, lambda store: insert(store, row, unique_key, unique_for)
-            )
-        return await resources.enqueuer.insert(row), True
+        if conn is None and unique_key is None:  # shared with concurrent calls
+            resources = await opened(self._database.resources())
+            return await resources.enqueuer.insert(row), True
+        return await self._write(conn, lambda store: insert(store, row, unique_key, unique_for))
 
     async def enqueue_many(
         self,
@@ -311,13 +308,9 @@ class JobQueue:
                 raise ValueError(f"payloads[{i}]: {exc}") from exc
         if not encoded:
             return []
-        store = await opened(self._store_on(conn))
-        if conn is None:  # outages raise EnqueueFailed or EnqueueOutcomeUnknown
-            ids = await on_pool(
-                store, lambda on: on.enqueue_payloads(options=options, payloads=encoded)
-            )
-        else:
-            ids = await store.enqueue_payloads(options=options, payloads=encoded)
+        ids = await self._write(
+            conn, lambda store: store.enqueue_payloads(options=options, payloads=encoded)
+        )
         if self.after_enqueue is not None and conn is None:
             await self.after_enqueue()
         return ids
@@ -334,16 +327,17 @@ class JobQueue:
         rows = [self._rows.row_of(spec) for spec in specs]
         if not rows:
             return []
-        store = await opened(self._store_on(conn))
-        if conn is None:  # outages raise EnqueueFailed or EnqueueOutcomeUnknown
-            jobs = await on_pool(store, lambda on: on.enqueue_rows(rows=rows))
-        else:
-            jobs = await store.enqueue_rows(rows=rows)
+        jobs = await self._write(conn, lambda store: store.enqueue_rows(rows=rows))
         return [job.id for job in jobs]
 
-    async def _store_on(self, conn: asyncpg.Connection | None) -> Store:
-        store = await self.store()
-        return store if conn is None else store.on(conn)
+    async def _write(self, conn: AppConnection | None, write: Callable[[Store], Awaitable[T]]) -> T:
+        """``write`` on the application's connection, inside its transaction (its
+        errors are its driver's), or on a pooled one under enqueue's error contract:
+        EnqueueFailed or EnqueueOutcomeUnknown when the database cannot be reached."""
+        store = await opened(self.store())
+        if conn is None:
+            return await on_pool(store, write)
+        return await write(store.on(executor_for(conn)))
 
     # -- reading jobs --------------------------------------------------------------
 
