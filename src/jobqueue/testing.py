@@ -25,6 +25,7 @@ from typing import Any
 from jobqueue.app import JobQueue
 from jobqueue.job import Job, JobStatus
 from jobqueue.worker import Worker
+from jobqueue.worker.worker import in_process
 
 # The drain's worker polls often, so that a job falling due during the drain (a short
 # retry delay) is found at once.
@@ -45,16 +46,12 @@ async def drain(jq: JobQueue, *, timeout: float = 30.0, concurrency: int = 1) ->
     )
     store = await jq.store()
     started_at = await store.clock_now()
-    worker = Worker(store.pool, jq.dsn, settings, jq.tasks, clock=jq.clock)
-    await worker.start()
-    try:
+    async with in_process(store.pool, jq.dsn, settings, jq.tasks, clock=jq.clock) as worker:
         deadline = time.monotonic() + timeout
         while await _busy(jq, worker):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"jobs still due or running after {timeout:g}s")
             await asyncio.sleep(0.02)
-    finally:
-        await worker.stop(asyncio.Event())
     return await store.jobs_changed_since(since=started_at)
 
 

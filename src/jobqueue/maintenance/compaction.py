@@ -10,12 +10,8 @@ the rescuer; the next round goes on.
 
 from __future__ import annotations
 
-import structlog
-
 from jobqueue.db.store import Store
 from jobqueue.maintenance.batches import in_batches
-
-log = structlog.get_logger("jobqueue.compaction")
 
 BATCH = 1000
 MAX_BATCHES = 100
