@@ -192,13 +192,13 @@ async def test_progress_of_a_stale_attempt_is_not_written(jq: JobQueue) -> None:
     job = await jq.enqueue("nobody_runs_this")
     writer = ProgressWriter(await jq.store(), "some-worker", 0.1)
     # Not claimed by "some-worker", nor on attempt 1: fenced out.
-    writer.report(ClaimedJob(job.id, job.type, job.queue, {}, 1, 3, 0), 0.5, "half")
+    writer.report(ClaimedJob(job.id, job.type, job.queue, {}, 1, 3, 0, job.run_at), 0.5, "half")
     await writer.flush()
     stored = await jq.get(job.id)
     assert stored is not None
     assert stored.progress is None
     with pytest.raises(ValueError, match="fraction must be a number from 0 to 1"):
-        writer.report(ClaimedJob(job.id, job.type, job.queue, {}, 1, 3, 0), 1.5, None)
+        writer.report(ClaimedJob(job.id, job.type, job.queue, {}, 1, 3, 0, job.run_at), 1.5, None)
 
 
 async def test_context_log_is_bound_to_the_job(

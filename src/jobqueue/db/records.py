@@ -44,15 +44,19 @@ class ClaimedJob:
     attempt: int
     max_attempts: int
     priority: int
+    run_at: datetime  # when it fell due: its start minus this is how long it waited
+    # The W3C trace context its enqueuer recorded ({"traceparent": ..., "tracestate": ...}).
+    trace: dict[str, str] | None = None
 
     @classmethod
     def from_record(cls, r: Any) -> ClaimedJob:
         # Positional access: claim.sql returns id, type, queue, payload, attempts,
-        # max_attempts, priority, in that order.
-        payload = r[3]
+        # max_attempts, priority, run_at, trace_context, in that order.
+        payload, trace = r[3], r[8]
         return cls(
-            r[0], r[1], r[2], {} if payload == "{}" else json.loads(payload), r[4], r[5], r[6]
-        )
+            r[0], r[1], r[2], {} if payload == "{}" else json.loads(payload), r[4], r[5], r[6],
+            r[7], None if trace is None else json.loads(trace),
+        )  # fmt: skip
 
     def context(
         self,

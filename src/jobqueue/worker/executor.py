@@ -12,7 +12,7 @@ import contextvars
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +21,7 @@ import structlog
 
 from jobqueue import logs, results
 from jobqueue.db.records import ClaimedJob
+from jobqueue.observability.attempts import AttemptObserver, Outcome
 from jobqueue.retry import Discard, RetryAt, RetryPolicy
 from jobqueue.signals import Signal, Signals
 from jobqueue.task import PayloadError, Task
@@ -61,6 +62,7 @@ class Executor:
         default_timeout: float | None = None,
         max_result_bytes: int = 64 * 1024,
         progress: ProgressWriter | None = None,
+        observers: Sequence[AttemptObserver] = (),
     ) -> None:
         self._tasks = tasks
         self._slots = slots
@@ -72,6 +74,7 @@ class Executor:
         self._max_result_bytes = max_result_bytes
         self._progress = progress
         self._report = None if progress is None else progress.report
+        self._observers = tuple(observers)
         # One thread per slot, so sync handlers never wait for each other.
         self._threads = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="jobqueue-handler")
         self._running: dict[int, tuple[ClaimedJob, asyncio.Task[None]]] = {}
@@ -136,28 +139,37 @@ class Executor:
                 job_id=job.id,
                 type=job.type,
             )
-            started = time.monotonic()
+        observed = self._observe_start(job) if self._observers else None
+        started = time.monotonic()
+        outcome: Outcome = "completed"
+        error: BaseException | None = None
         try:
             result = await self._invoke(job)
             if self._progress is not None:
                 await self._progress.settle(job.id)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
+            error = exc
             if job.id in self._cancel_requested:
+                outcome = "cancelled"
                 self._completer.cancel(job)  # our own cancel(): the job ends here
                 return
             # Otherwise only shutdown cancels a job: hand it back, the attempt not counted.
+            outcome = "released"
             self._log.warning(f"Job {job.id} interrupted by shutdown; handed back", job_id=job.id)
             self._completer.release(job)
             raise
         except Exception as exc:
+            error = exc
             if job.id in self._cancel_requested:
+                outcome = "cancelled"
                 self._completer.cancel(job)
             else:
                 if self._progress is not None:  # where it got to, for whoever looks
                     await self._progress.settle(job.id)
-                self._failed(job, exc)
+                outcome = self._failed(job, exc)
         else:
             if job.id in self._cancel_requested:  # returned after the cancel: cancelled
+                outcome = "cancelled"
                 self._completer.cancel(job)
                 return
             if self._log_jobs:
@@ -168,7 +180,33 @@ class Executor:
                 )
             self._completer.complete(job, result)
         finally:
+            if observed is not None:
+                self._observe_end(job, observed, outcome, time.monotonic() - started, error)
             self._finished(job)
+
+    def _observe_start(self, job: ClaimedJob) -> list[object]:
+        states: list[object] = []
+        for observer in self._observers:
+            try:
+                states.append(observer.started(job))
+            except Exception:
+                log.exception("an attempt observer failed; the job runs on", job_id=job.id)
+                states.append(None)
+        return states
+
+    def _observe_end(
+        self,
+        job: ClaimedJob,
+        states: list[object],
+        outcome: Outcome,
+        seconds: float,
+        error: BaseException | None,
+    ) -> None:
+        for observer, state in zip(self._observers, states, strict=True):
+            try:
+                observer.ended(job, state, outcome, seconds, error)
+            except Exception:
+                log.exception("an attempt observer failed; the outcome stands", job_id=job.id)
 
     def _finished(self, job: ClaimedJob) -> None:
         del self._running[job.id]
@@ -224,7 +262,8 @@ class Executor:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._threads, context.run, fn, *args)
 
-    def _failed(self, job: ClaimedJob, exc: Exception) -> None:
+    def _failed(self, job: ClaimedJob, exc: Exception) -> Outcome:
+        """Buffer the failed attempt's outcome, and say which it is."""
         plain = isinstance(exc, UnknownJobType | JobTimeout | IsolatedFailure | RetryAt | Discard)
         error = (str(exc) if plain else f"{type(exc).__name__}: {exc}")[:MAX_ERROR_CHARS]
         if isinstance(exc, Discard):
@@ -241,6 +280,8 @@ class Executor:
         self._completer.fail(job, error, trace, delay)
         if delay is not None:
             self._on_retry_scheduled(delay)
+            return "retried"
+        return "discarded" if isinstance(exc, Discard) else "failed"
 
     def _retry_delay(self, job: ClaimedJob, exc: Exception) -> float | None:
         """Seconds until the next attempt; None when there is none (the job fails)."""

@@ -25,6 +25,7 @@ from jobqueue.cron import Schedule, parse_entries
 from jobqueue.db.listener import Listener
 from jobqueue.db.store import Clock, Store
 from jobqueue.maintenance import Leader
+from jobqueue.observability import observers
 from jobqueue.retry import ExponentialBackoff
 from jobqueue.task import Task, job_options
 from jobqueue.worker.completer import Completer
@@ -125,6 +126,7 @@ class Worker:
             default_timeout=settings.job_timeout,
             max_result_bytes=settings.max_result_bytes,
             progress=self.progress,
+            observers=observers(settings, tasks),
         )
         self.producer = Producer(
             store,

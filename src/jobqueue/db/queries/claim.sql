@@ -24,4 +24,5 @@ SET status = 'running',
     updated_at = COALESCE($5::timestamptz, now()),
     progress = NULL  -- progress belongs to an attempt
 WHERE j.id = ANY(ARRAY(SELECT id FROM due))
-RETURNING j.id, j.type, j.queue, j.payload, j.attempts, j.max_attempts, j.priority
+RETURNING j.id, j.type, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
+          j.trace_context
