@@ -31,6 +31,7 @@ import asyncpg
 from jobqueue.db.records import (
     Cancelled,
     ClaimedJob,
+    ClaimKey,
     Failure,
     JobOptions,
     JobRow,
@@ -168,10 +169,19 @@ class Store:
     # -- a worker's claims and fenced writes ----------------------------------------
 
     async def claim(
-        self, *, queue: str, limit: int, worker_id: str, lease_seconds: float
+        self,
+        *,
+        queue: str,
+        limit: int,
+        worker_id: str,
+        lease_seconds: float,
+        resume_at: ClaimKey | None = None,
     ) -> list[ClaimedJob]:
+        """Claim up to ``limit`` due jobs of ``queue``, best first. ``resume_at``: where
+        this worker's last claim of the queue ended, to scan from there (claim.sql)."""
+        at = resume_at or (None, None, None)
         rows = await self.db.fetch(
-            self._q.claim, queue, limit, worker_id, lease_seconds, self.clock.now()
+            self._q.claim, queue, limit, worker_id, lease_seconds, self.clock.now(), *at
         )
         return [ClaimedJob.from_record(row) for row in rows]
 
@@ -285,9 +295,10 @@ class Store:
 
     async def priority_age(self, *, step_seconds: float, limit: int) -> int:
         """Move up to ``limit`` waiting jobs up a priority step; return how many."""
-        return _count(
-            await self.db.execute(self._q.priority_age, step_seconds, limit, self.clock.now())
+        aged: int = await self.db.fetchval(
+            self._q.priority_age, step_seconds, limit, self.clock.now()
         )
+        return aged
 
     async def retention_delete(
         self, *, statuses: Sequence[str], older_than_seconds: float, limit: int
