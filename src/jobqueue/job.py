@@ -78,6 +78,7 @@ class Job:
                         "message": "sent",
                         "updated_at": "2026-11-29T10:00:00.04Z",
                     },
+                    "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
                 }
             ]
         },
@@ -104,6 +105,8 @@ class Job:
     """What the handler returned (JSON), once completed; null if it returned None."""
     progress: Progress | None
     """The running attempt's last reported progress (kept when the job ends)."""
+    trace_id: str | None = None
+    """The trace its enqueuer was in (32 hex digits), if one was recorded (Tracing)."""
 
     @classmethod
     def from_record(cls, record: Any) -> Job:
@@ -117,6 +120,11 @@ class Job:
             values["result"] = json.loads(values["result"])
         if values["progress"] is not None:
             values["progress"] = Progress.from_json(values["progress"])
+        trace = record["trace_context"]
+        if trace is not None:
+            if isinstance(trace, str):
+                trace = json.loads(trace)
+            values["trace_id"] = trace["traceparent"][3:35]  # 00-<trace id>-<span id>-<flags>
         return cls(**values)
 
 
@@ -136,7 +144,7 @@ class Progress:
         return cls(value["fraction"], value["message"], datetime.fromisoformat(value["updated_at"]))
 
 
-_JOB_COLUMNS = tuple(f.name for f in dataclasses.fields(Job))
+_JOB_COLUMNS = tuple(f.name for f in dataclasses.fields(Job) if f.name != "trace_id")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
