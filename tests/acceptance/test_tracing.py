@@ -149,25 +149,27 @@ def test_the_worker_span_continues_the_trace_of_the_code_that_enqueued_the_job(
     [inner] = named(spans, "charge card")  # the handler's own span is a child of it
     assert parent(inner) == ids(process)[1]
 
-    tree = span_tree(sdk_spans(exporter) + spans)
+    in_trace = [s for s in sdk_spans(exporter) + spans if ids(s)[0] == enqueuer_trace]
+    tree = span_tree(in_trace)
     print(f"\n{tree}")
-    assert [line.split(" [")[0] for line in tree.splitlines()][:3] == [
+    assert [line.split(" [")[0] for line in tree.splitlines()] == [
         "checkout",
         "  process traced",
         "    charge card",
     ]
 
     # The handler's ctx.log line carries the ids of the span it ran in.
-    [line] = [
-        json.loads(out)
-        for out in worker.output.splitlines()
-        if out.startswith("{") and "handling traced job" in out
+    assert log_lines(worker, "handling traced job") == [
+        {"attempt": 1, "trace_id": ids(process)[0], "span_id": ids(process)[1]}
     ]
-    assert (line["trace_id"], line["span_id"], line["job_id"]) == (*ids(process), job.id)
 
 
 def test_each_attempt_is_a_span_with_the_same_parent_a_failure_recorded(
-    settings: Settings, tracer: trace.Tracer, trace_file: Path, worker: Process
+    settings: Settings,
+    tracer: trace.Tracer,
+    exporter: InMemorySpanExporter,
+    trace_file: Path,
+    worker: Process,
 ) -> None:
     with tracer.start_as_current_span("import") as enqueuing:
         job = enqueue(settings, "flaky", {})
@@ -181,6 +183,13 @@ def test_each_attempt_is_a_span_with_the_same_parent_a_failure_recorded(
         == trace.format_trace_id(enqueuing.get_span_context().trace_id)
     )
     assert ids(first)[1] != ids(second)[1]
+    tree = span_tree([*sdk_spans(exporter), first, second])
+    print(f"\n{tree}")
+    assert [line.split(" trace=")[0] for line in tree.splitlines()] == [
+        "import [INTERNAL UNSET]",
+        "  process flaky [CONSUMER ERROR]",
+        "  process flaky [CONSUMER UNSET]",
+    ]
 
     assert first["attributes"]["jobqueue.job.attempt"] == 1
     assert first["attributes"]["jobqueue.job.outcome"] == "retried"
@@ -200,6 +209,20 @@ def test_each_attempt_is_a_span_with_the_same_parent_a_failure_recorded(
     assert second["status"] == {"status_code": "UNSET"}
     assert second["events"] == []
     assert get(settings, job.id).attempts == 2
+    assert log_lines(worker, "flaky attempt") == [
+        {"attempt": 1, "trace_id": ids(first)[0], "span_id": ids(first)[1]},
+        {"attempt": 2, "trace_id": ids(second)[0], "span_id": ids(second)[1]},
+    ]
+
+
+def log_lines(worker: Process, event: str) -> list[dict[str, Any]]:
+    """The attempt and ids of the worker's JSON log lines of ``event``."""
+    lines = [json.loads(out) for out in worker.output.splitlines() if out.startswith("{")]
+    return [
+        {key: line.get(key) for key in ("attempt", "trace_id", "span_id")}
+        for line in lines
+        if line["event"] == event
+    ]
 
 
 def test_a_server_without_an_sdk_records_the_request_traceparent_for_the_worker(

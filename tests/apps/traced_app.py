@@ -47,6 +47,7 @@ async def traced(payload: dict[str, Any], ctx: JobContext) -> None:
 
 @jq.task("flaky", max_attempts=3)
 def flaky(payload: dict[str, Any], ctx: JobContext) -> None:
+    ctx.log.info("flaky attempt")  # from the handler's thread: a sync handler
     if ctx.attempt == 1:
         raise ValueError("the first attempt fails")
 
