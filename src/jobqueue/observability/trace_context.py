@@ -45,8 +45,9 @@ def recorded(request: Mapping[str, str | None] | None = None, *, bulk: bool = Fa
 
 def active() -> dict[str, str] | None:
     """The current span's context, if OpenTelemetry is loaded and a span is current."""
-    if "opentelemetry.trace" not in sys.modules:
-        return None
+    api = sys.modules.get("opentelemetry.trace")
+    if api is None or not api.get_current_span().get_span_context().is_valid:
+        return None  # the common case, kept to a dictionary lookup or two
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
     carrier: dict[str, str] = {}
