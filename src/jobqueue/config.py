@@ -150,8 +150,13 @@ def tracing_mode(name: str, raw: str) -> str:
     import importlib.util
 
     mode = one_of("auto", "on", "off")(name, raw)
-    if mode == "on" and importlib.util.find_spec("opentelemetry.trace") is None:
-        raise ConfigError(f"{name}=on needs OpenTelemetry: pip install 'jobqueue[otel]'")
+    if mode == "on":
+        try:
+            found = importlib.util.find_spec("opentelemetry.trace") is not None
+        except ImportError:  # no opentelemetry package at all
+            found = False
+        if not found:
+            raise ConfigError(f"{name}=on needs OpenTelemetry: pip install 'jobqueue[otel]'")
     return mode
 
 

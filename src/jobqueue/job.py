@@ -120,11 +120,8 @@ class Job:
             values["result"] = json.loads(values["result"])
         if values["progress"] is not None:
             values["progress"] = Progress.from_json(values["progress"])
-        trace = record["trace_context"]
-        if trace is not None:
-            if isinstance(trace, str):
-                trace = json.loads(trace)
-            values["trace_id"] = trace["traceparent"][3:35]  # 00-<trace id>-<span id>-<flags>
+        if record["trace_context"] is not None:
+            values["trace_id"] = _trace_id(record["trace_context"])
         return cls(**values)
 
 
@@ -145,6 +142,15 @@ class Progress:
 
 
 _JOB_COLUMNS = tuple(f.name for f in dataclasses.fields(Job) if f.name != "trace_id")
+
+
+def _trace_id(trace_context: Any) -> str | None:
+    """The trace id in a stored trace context (observability/trace_context.py), whose
+    traceparent is ``00-<trace id>-<span id>-<flags>``; None if it has none."""
+    if isinstance(trace_context, str):  # asyncpg gives jsonb as text; psycopg decodes it
+        trace_context = json.loads(trace_context)
+    parent = trace_context.get("traceparent") if isinstance(trace_context, dict) else None
+    return parent[3:35] if isinstance(parent, str) and len(parent) >= 35 else None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -132,3 +132,18 @@ async def test_bulk_enqueues_record_the_callers_context_for_a_link(
         assert job is not None
         assert job.trace_id == trace_id
     assert [await stored(db, schema, i) for i in await jq.enqueue_many("report", [{}])] == [None]
+
+
+async def test_a_trace_context_not_written_by_jobqueue_shows_no_trace(
+    jq: JobQueue, db: asyncpg.Connection, schema: str
+) -> None:
+    """A row the application inserted itself, with something else in the column."""
+    for junk in ('"junk"', "{}", '{"traceparent": 7}', '{"traceparent": "00-short"}'):
+        job_id = await db.fetchval(
+            f"""INSERT INTO "{schema}".jobs (type, trace_context) VALUES ('report', $1::jsonb)
+                RETURNING id""",
+            junk,
+        )
+        job = await jq.get(job_id)
+        assert job is not None
+        assert job.trace_id is None, junk

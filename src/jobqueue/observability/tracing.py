@@ -123,9 +123,10 @@ def origin(stored: dict[str, str] | None) -> tuple[context.Context, list[Link]]:
     """The parent context and links of an attempt's span, from the job's recorded
     trace context: its child, or (bulk) a new trace linked to it, or a new trace."""
     new_trace = context.Context()
-    if stored is None:
+    if not isinstance(stored, dict):  # none recorded (or not by jobqueue)
         return new_trace, []
-    recorded = _PROPAGATOR.extract(stored, new_trace)
+    headers = {key: value for key, value in stored.items() if isinstance(value, str)}
+    recorded = _PROPAGATOR.extract(headers, new_trace)  # one it cannot read: a new trace
     if stored.get("relation") == "link":
         linked = trace.get_current_span(recorded).get_span_context()
         return new_trace, [Link(linked)] if linked.is_valid else []
