@@ -312,3 +312,28 @@ def test_cron_ticks_and_bulk_enqueues_start_traces_of_their_own(
     assert trace.format_trace_id(enqueuer.trace_id) not in traces
     for job_id in bulk:  # the job shows the trace that enqueued it
         assert get(settings, job_id).trace_id == trace.format_trace_id(enqueuer.trace_id)
+
+
+def test_a_server_with_an_sdk_puts_the_job_under_the_request_in_the_callers_trace(
+    env: dict[str, str], trace_file: Path, spawn: Spawn
+) -> None:
+    """`serve` whose app sets up the SDK: the span active while POST /jobs runs (the
+    request's, where the web framework makes one) is what the job records, and it
+    continues the header's trace, so the attempt's ancestors lead to the caller's span."""
+    server = spawn(["serve", "--app", "traced_app:jq"], env, "serve")
+    base = f"http://127.0.0.1:{env['PORT']}"
+    server.wait_http(base)
+    job = httpx.post(f"{base}/jobs", json={"type": "traced"}, headers={"traceparent": TRACEPARENT})
+    assert job.json()["trace_id"] == HEADER_TRACE
+
+    spans = worker_spans(trace_file, has("charge card"))
+    [process] = named(spans, "process traced")
+    assert ids(process)[0] == HEADER_TRACE
+    by_id = {ids(s)[1]: s for s in spans}
+    chain, up = [], parent(process)
+    while up in by_id:
+        chain.append(by_id[up]["name"])
+        up = parent(by_id[up])
+    assert up == HEADER_PARENT, chain  # the topmost ancestor's parent is the caller's span
+    print(f"\n{span_tree([s for s in spans if ids(s)[0] == HEADER_TRACE])}")
+    assert server.stop() == 0, server.output
