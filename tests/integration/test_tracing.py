@@ -147,3 +147,20 @@ async def test_a_trace_context_not_written_by_jobqueue_shows_no_trace(
         job = await jq.get(job_id)
         assert job is not None
         assert job.trace_id is None, junk
+
+
+@pytest.mark.parametrize("driver", ["asyncpg", "psycopg"])
+async def test_an_enqueue_on_a_sqlalchemy_session_records_the_span(
+    jq: JobQueue, pg_dsn: str, driver: str
+) -> None:
+    from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
+
+    engine = create_async_engine(pg_dsn.replace("postgresql://", f"postgresql+{driver}://", 1))
+    try:
+        async with AsyncSession(engine) as session, session.begin():
+            with TRACER.start_as_current_span("request") as span:
+                job = await jq.enqueue("report", {}, conn=session)
+    finally:
+        await engine.dispose()
+    assert job.trace_id == hex_ids(span)[0]
+    assert await jq.get(job.id) == job
