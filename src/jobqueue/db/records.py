@@ -31,6 +31,8 @@ class JobRow(JobOptions):
     connection has no jsonb codec, so the text is what every connection kind takes)."""
 
     payload: str
+    # The trace context to record, as JSON text (observability/trace_context.py); None: none.
+    trace: str | None = None
 
 
 class ClaimKey(NamedTuple):

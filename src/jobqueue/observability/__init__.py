@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jobqueue.config import Settings
+from jobqueue.observability import trace_context
 from jobqueue.observability.attempts import AttemptObserver, Outcome
 
 __all__ = ["AttemptObserver", "Outcome", "observers"]
@@ -21,4 +22,10 @@ __all__ = ["AttemptObserver", "Outcome", "observers"]
 def observers(settings: Settings, tasks: Mapping[str, Any]) -> list[AttemptObserver]:
     """The attempt observers ``settings`` turn on, for a worker running ``tasks``."""
     found: list[AttemptObserver] = []
+    if settings.tracing == "on" or (settings.tracing == "auto" and trace_context.imported()):
+        from jobqueue.observability import tracing
+
+        traced = tracing.observer(settings.tracing)
+        if traced is not None:
+            found.append(traced)
     return found
