@@ -10,7 +10,8 @@ this process; the others share whatever slots are free.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import structlog
@@ -57,6 +58,7 @@ class Producer:
         self._turn = 0
         self.claims = 0  # statements run, for the stop log line
         self.claimed = 0
+        self.on_claim: Callable[[float], None] = lambda seconds: None  # a claim's time
         self.signals = ProducerSignals()
 
     def wake(self, queue: str | None = None) -> None:
@@ -133,12 +135,14 @@ class Producer:
                 wanted = free if limit is None else min(free, limit - running)
                 if wanted <= 0:
                     continue  # at its limit: a finishing job of this queue wakes us
+                started = time.perf_counter()
                 jobs = await store.claim(
                     queue=queue,
                     limit=wanted,
                     worker_id=self._worker_id,
                     lease_seconds=self._lease_seconds,
                 )
+                self.on_claim(time.perf_counter() - started)
                 self.claims += 1
                 self.claimed += len(jobs)
                 for job in jobs:
