@@ -33,7 +33,8 @@ import tempfile
 import time
 from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
-from typing import TYPE_CHECKING, Any
+from time import time as now
+from typing import TYPE_CHECKING, Any, get_args
 
 import asyncpg
 import structlog
@@ -69,6 +70,9 @@ MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
 OTHER = "other"
 # How often the tallies are added to the metrics and the gauges sampled.
 FLUSH_SECONDS = 1.0
+# Keys (queue, job type) the attempt tallies remember; past it, the jobs of a new
+# unregistered type are found the slow way (their type's count is unbounded, not ours).
+MAX_TALLIES = 1000
 INF = math.inf
 JOB_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600,
                INF)  # fmt: skip
@@ -204,7 +208,7 @@ class _Tally:
 
     def __init__(self, queue: str, type: str) -> None:
         self.labels = (queue, type)
-        self.outcomes: dict[str, int] = {}
+        self.outcomes: dict[str, int] = dict.fromkeys(get_args(Outcome), 0)
         self.durations = [0] * len(JOB_BUCKETS)
         self.duration_sum = 0.0
         self.waits = [0] * len(JOB_BUCKETS)
@@ -216,16 +220,29 @@ class AttemptMetrics:
 
     def __init__(self, tasks: Mapping[str, Any]) -> None:
         self._tasks = tasks
+        # By the job's own (queue, type); the jobs of unregistered types share their
+        # queue's "other" tally, found through the same dict up to MAX_TALLIES keys.
         self._tallies: dict[tuple[str, str], _Tally] = {}
+        self._others: dict[str, _Tally] = {}
 
     def started(self, job: ClaimedJob) -> object:
-        kind = job.type if job.type in self._tasks else OTHER
-        tally = self._tallies.get((job.queue, kind))
-        if tally is None:
-            tally = self._tallies[job.queue, kind] = _Tally(job.queue, kind)
-        wait = max(0.0, time.time() - job.run_at.timestamp())  # 0 when the clocks disagree
+        # The hot path: one dict lookup, two clock reads, one bisect.
+        tally = self._tallies.get((job.queue, job.type)) or self._tally(job)
+        wait = now() - job.run_at.timestamp()
+        if wait < 0.0:  # the database's clock is ahead of ours
+            wait = 0.0
         tally.waits[bisect_left(JOB_BUCKETS, wait)] += 1
         tally.wait_sum += wait
+        return tally
+
+    def _tally(self, job: ClaimedJob) -> _Tally:
+        if job.type in self._tasks:
+            tally = _Tally(job.queue, job.type)
+        else:
+            tally = self._others.get(job.queue) or _Tally(job.queue, OTHER)
+            self._others[job.queue] = tally
+        if len(self._tallies) < MAX_TALLIES:
+            self._tallies[job.queue, job.type] = tally
         return tally
 
     def ended(
@@ -237,35 +254,40 @@ class AttemptMetrics:
         error: BaseException | None,
     ) -> None:
         tally: _Tally = state  # type: ignore[assignment]  # what started returned
-        outcomes = tally.outcomes
-        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+        tally.outcomes[outcome] += 1
         if outcome != "released":
             tally.durations[bisect_left(JOB_BUCKETS, seconds)] += 1
             tally.duration_sum += seconds
 
     def flush(self, metrics: Metrics) -> None:
         """Add the tallies to ``metrics`` and start them again from zero."""
-        for tally in self._tallies.values():
+        for tally in {*self._tallies.values(), *self._others.values()}:
             queue, kind = tally.labels
-            for outcome, n in tally.outcomes.items():
+            outcomes = tally.outcomes
+            for outcome, n in outcomes.items():
+                if not n:
+                    continue
                 if outcome == "released":
                     metrics.released.labels(queue, kind).inc(n)
                 else:
                     metrics.finished.labels(queue, kind, outcome).inc(n)
-            tally.outcomes.clear()
-            _observe_many(metrics.wait.labels(queue, kind), tally.waits, tally.wait_sum)
+                outcomes[outcome] = 0
+            _observe_many(metrics.wait, tally.labels, tally.waits, tally.wait_sum)
             tally.wait_sum = 0.0
-            _observe_many(metrics.duration.labels(queue, kind), tally.durations, tally.duration_sum)
+            _observe_many(metrics.duration, tally.labels, tally.durations, tally.duration_sum)
             tally.duration_sum = 0.0
 
 
-def _observe_many(histogram: Histogram, counts: list[int], total: float) -> None:
-    """Add ``counts`` observations per bucket, summing to ``total``, to a labelled
-    histogram, then zero ``counts``. prometheus-client observes one value at a time;
-    its bucket and sum values (``_buckets``, ``_sum``, files in multiprocess mode)
-    take any amount."""
+def _observe_many(
+    family: Histogram, labels: tuple[str, str], counts: list[int], total: float
+) -> None:
+    """Add ``counts`` observations per bucket, summing to ``total``, to the histogram
+    of ``labels``, then zero ``counts``. prometheus-client observes one value at a
+    time; its bucket and sum values (``_buckets``, ``_sum``, files in multiprocess
+    mode) take any amount."""
     if not any(counts):
         return
+    histogram = family.labels(*labels)
     for i, n in enumerate(counts):
         if n:
             histogram._buckets[i].inc(n)
