@@ -86,11 +86,11 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
     install_signal_handlers(stop, force)
 
     sock = listen_socket(settings.host, settings.port) if roles.api else None
+    metrics = observability.start_metrics(settings, jq.tasks, http=roles.api)
     dsn = jq.dsn
     if not await wait_for_database(jq, stop):
         return 0  # stopped before the database could be reached
     pool = await jq.pool()
-    metrics = observability.start_metrics(settings, jq.tasks, http=roles.api)
     try:
         worker = Worker(pool, dsn, settings, jq.tasks, clock=jq.clock) if roles.worker else None
         if worker is not None:

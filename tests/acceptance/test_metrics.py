@@ -11,6 +11,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 from collections import Counter
@@ -290,7 +291,9 @@ def test_a_worker_port_serves_the_sum_of_its_processes_through_a_kill(
     assert total(first, "jobqueue_jobs_enqueued_total", type="other") == len(unknown)
     assert not any(name.startswith("mystery") for s in first for _, labels in s.samples
                    for _, name in labels)  # fmt: skip
-    assert first[0].total("jobqueue_jobs") == 0  # the API alone never exports queue gauges
+    # The API alone exports neither the queue gauges nor those of workers it does not run.
+    api_names = {name for name, _ in first[0].samples}
+    assert not api_names & {"jobqueue_jobs", "jobqueue_listener_up", "jobqueue_worker_slots"}
     promtool_check_metrics(first[1].text)
 
     def gauges_match() -> tuple[bool, str]:
@@ -373,7 +376,9 @@ def test_one_worker_process_serves_its_own_port(env: dict[str, str], spawn: Spaw
     assert worker.stop() == 0
 
 
-def test_metrics_off_is_a_404_and_a_bad_port_one_line(env: dict[str, str], spawn: Spawn) -> None:
+def test_metrics_off_is_a_404_and_a_bad_or_taken_port_one_line(
+    env: dict[str, str], spawn: Spawn
+) -> None:
     off = spawn(["api", "--metrics", "off"], env, "off")
     base = f"http://127.0.0.1:{env['PORT']}"
     off.wait_http(base)
@@ -387,4 +392,16 @@ def test_metrics_off_is_a_404_and_a_bad_port_one_line(env: dict[str, str], spawn
     lines = [line for line in bad.output.splitlines() if line.strip()]
     assert lines == [
         "jobqueue: error: JOBQUEUE_METRICS_PORT must be a port number from 0 to 65535, got '99999'"
+    ]
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = spawn(["worker", "--metrics-port", str(port)], env, "busy")
+        assert busy.popen.wait(30) == 2
+    lines = [line for line in busy.output.splitlines() if line.strip()]
+    assert lines == [
+        f"jobqueue: error: JOBQUEUE_METRICS_PORT: cannot listen on 127.0.0.1:{port}: "
+        "Address already in use"
     ]

@@ -4,7 +4,10 @@ Each is an attempt observer (``attempts.AttemptObserver``) that the executor cal
 at the start and the end of every attempt, and that lives in a module of its own
 here. ``observers()`` builds the ones the settings turn on; a module whose feature is
 off is never imported, so a worker pays nothing, in time or memory, for what it
-does not use.
+does not use. Metrics are the exception: they count every attempt of every job, so
+they read the executor's log of ended attempts in bulk rather than observe each
+(``metrics.AttemptLog``), and are started by the process that exports them
+(``start_metrics``).
 """
 
 from __future__ import annotations
@@ -48,8 +51,6 @@ def start_metrics(
 def observers(settings: Settings, tasks: Mapping[str, Any]) -> list[AttemptObserver]:
     """The attempt observers ``settings`` turn on, for a worker running ``tasks``."""
     found: list[AttemptObserver] = []
-    if _metrics is not None and settings.metrics == "on":
-        found.append(_metrics.attempts(tasks))
     return found
 
 

@@ -4,11 +4,15 @@ Imported only by a process that exports metrics (an HTTP API, JOBQUEUE_METRICS_P
 or a child of ``worker --processes N`` whose supervisor serves them): any other
 process never loads prometheus-client.
 
-The hot path is the attempt. An attempt adds to plain per-(queue, type) tallies, a
-few list and dict operations; the tallies are added to the Prometheus metrics once a
-second and before every scrape of the HTTP API. prometheus-client's own calls
-(a lock and a label lookup each) would cost about a fifth of a no-op job's time at
-tens of thousands of jobs a second.
+The hot path is the attempt, tens of thousands a second for no-op jobs, and every
+call on it shows. So metrics are not an attempt observer (its two calls per attempt,
+with the executor's around them, cost more than the budget of 5% of a no-op job):
+the executor appends each ended attempt to a list (``Executor.attempt_log``), and
+four times a second the list is taken apart into columns, sorted and bisected into
+the histograms' buckets, with C doing the per-attempt work (``AttemptLog``).
+prometheus-client's own calls (a lock and a label lookup each) would cost about a
+fifth of a no-op job's time. The HTTP API's /metrics adds the attempts up before
+answering; a metrics port serves them a quarter of a second late at most.
 
 With ``--processes N`` every child writes its metrics to files in the supervisor's
 PROMETHEUS_MULTIPROC_DIR (prometheus-client's multiprocess mode), and the
@@ -25,16 +29,20 @@ database's count.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import math
 import os
 import shutil
 import tempfile
 import time
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
+from datetime import datetime
+from operator import sub
+from time import monotonic
 from time import time as now
-from typing import TYPE_CHECKING, Any, get_args
+from typing import Any
 
 import asyncpg
 import structlog
@@ -50,13 +58,9 @@ from prometheus_client import (
     start_http_server,
 )
 
-from jobqueue.config import Settings
-from jobqueue.db.records import ClaimedJob, JobOptions, Rescued
+from jobqueue.config import ConfigError, Settings
+from jobqueue.db.records import JobOptions, Rescued
 from jobqueue.db.store import Clock, Store
-from jobqueue.observability.attempts import Outcome
-
-if TYPE_CHECKING:
-    from jobqueue.worker import Worker
 
 log = structlog.get_logger("jobqueue.metrics")
 
@@ -68,11 +72,9 @@ MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
 # The ``type`` label of a job whose type has no registered task here: the label's
 # values stay the registered types, whatever clients enqueue.
 OTHER = "other"
-# How often the tallies are added to the metrics and the gauges sampled.
-FLUSH_SECONDS = 1.0
-# Keys (queue, job type) the attempt tallies remember; past it, the jobs of a new
-# unregistered type are found the slow way (their type's count is unbounded, not ours).
-MAX_TALLIES = 1000
+# How often the attempts are added to the metrics and the gauges sampled: more often
+# holds fewer attempts in memory, for the same work in all.
+FLUSH_SECONDS = 0.25
 INF = math.inf
 JOB_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600,
                INF)  # fmt: skip
@@ -80,15 +82,14 @@ CLAIM_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
                  INF)  # fmt: skip
 HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
                 300, INF)  # fmt: skip
+# The ``method`` label's values; any other method a client sends is "other".
+HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 QUEUE_STATES = ("pending", "running", "completed", "failed", "cancelled")
-OUTCOMES: tuple[Outcome | str, ...] = (
-    "completed", "retried", "failed", "cancelled", "discarded", "rescued",
-)  # fmt: skip
 
 
 class Metrics:
-    """Every metric of a process (``registry`` None: multiprocess mode, whose values
-    are the files the supervisor reads)."""
+    """The metrics of every exporting process (``registry`` None: multiprocess mode,
+    whose values are files that the exporting process reads)."""
 
     def __init__(self, registry: CollectorRegistry | None) -> None:
         r = registry
@@ -123,6 +124,41 @@ class Metrics:
             buckets=JOB_BUCKETS,
             registry=r,
         )
+        self.pool = Gauge(
+            "jobqueue_pool_connections",
+            "Connections of this process's pool: busy (lent out) or idle.",
+            ["state"],
+            multiprocess_mode="livesum",
+            registry=r,
+        )
+        self.pool_max = Gauge(
+            "jobqueue_pool_max_connections",
+            "Most connections this process's pool opens.",
+            multiprocess_mode="livesum",
+            registry=r,
+        )
+        self.requests = Counter(
+            "jobqueue_http_requests",
+            "HTTP requests answered, by method, route template and status.",
+            ["method", "route", "status"],
+            registry=r,
+        )
+        self.latency = Histogram(
+            "jobqueue_http_request_duration_seconds",
+            "Time to answer an HTTP request, by method and route template.",
+            ["method", "route"],
+            buckets=HTTP_BUCKETS,
+            registry=r,
+        )
+
+
+class WorkerMetrics:
+    """The metrics of a process that runs workers: an API-only process has none of
+    them (an unlabelled gauge is always exported, and a listener that does not exist
+    is not down)."""
+
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        r = registry
         self.claim = Histogram(
             "jobqueue_claim_seconds",
             "Time of one claim statement.",
@@ -172,127 +208,76 @@ class Metrics:
             multiprocess_mode="livemin",
             registry=r,
         )
-        self.pool = Gauge(
-            "jobqueue_pool_connections",
-            "Connections of this process's pool: busy (lent out) or idle.",
-            ["state"],
-            multiprocess_mode="livesum",
-            registry=r,
-        )
-        self.pool_max = Gauge(
-            "jobqueue_pool_max_connections",
-            "Most connections this process's pool opens.",
-            multiprocess_mode="livesum",
-            registry=r,
-        )
-        self.requests = Counter(
-            "jobqueue_http_requests",
-            "HTTP requests answered, by method, route template and status.",
-            ["method", "route", "status"],
-            registry=r,
-        )
-        self.latency = Histogram(
-            "jobqueue_http_request_duration_seconds",
-            "Time to answer an HTTP request, by method and route template.",
-            ["method", "route"],
-            buckets=HTTP_BUCKETS,
-            registry=r,
-        )
 
 
-class _Tally:
-    """One (queue, type)'s attempts since the last flush: outcome counts, and bucket
-    counts (not cumulative) and sums of durations and waits."""
-
-    __slots__ = ("duration_sum", "durations", "labels", "outcomes", "wait_sum", "waits")
-
-    def __init__(self, queue: str, type: str) -> None:
-        self.labels = (queue, type)
-        self.outcomes: dict[str, int] = dict.fromkeys(get_args(Outcome), 0)
-        self.durations = [0] * len(JOB_BUCKETS)
-        self.duration_sum = 0.0
-        self.waits = [0] * len(JOB_BUCKETS)
-        self.wait_sum = 0.0
-
-
-class AttemptMetrics:
-    """The attempt observer: counts outcomes, observes waits and durations."""
+class AttemptLog:
+    """The attempts a worker's executor ended since the last flush, as it adds them to
+    ``entries``, six items each (queue, type, run_at, outcome, monotonic start and
+    end), added to the metrics in bulk: columns sliced, mapped and sorted in C, then
+    bisected per bucket."""
 
     def __init__(self, tasks: Mapping[str, Any]) -> None:
         self._tasks = tasks
-        # By the job's own (queue, type); the jobs of unregistered types share their
-        # queue's "other" tally, found through the same dict up to MAX_TALLIES keys.
-        self._tallies: dict[tuple[str, str], _Tally] = {}
-        self._others: dict[str, _Tally] = {}
-
-    def started(self, job: ClaimedJob) -> object:
-        # The hot path: one dict lookup, two clock reads, one bisect.
-        tally = self._tallies.get((job.queue, job.type)) or self._tally(job)
-        wait = now() - job.run_at.timestamp()
-        if wait < 0.0:  # the database's clock is ahead of ours
-            wait = 0.0
-        tally.waits[bisect_left(JOB_BUCKETS, wait)] += 1
-        tally.wait_sum += wait
-        return tally
-
-    def _tally(self, job: ClaimedJob) -> _Tally:
-        if job.type in self._tasks:
-            tally = _Tally(job.queue, job.type)
-        else:
-            tally = self._others.get(job.queue) or _Tally(job.queue, OTHER)
-            self._others[job.queue] = tally
-        if len(self._tallies) < MAX_TALLIES:
-            self._tallies[job.queue, job.type] = tally
-        return tally
-
-    def ended(
-        self,
-        job: ClaimedJob,
-        state: object,
-        outcome: Outcome,
-        seconds: float,
-        error: BaseException | None,
-    ) -> None:
-        tally: _Tally = state  # type: ignore[assignment]  # what started returned
-        tally.outcomes[outcome] += 1
-        if outcome != "released":
-            tally.durations[bisect_left(JOB_BUCKETS, seconds)] += 1
-            tally.duration_sum += seconds
+        self.entries: list[Any] = []
 
     def flush(self, metrics: Metrics) -> None:
-        """Add the tallies to ``metrics`` and start them again from zero."""
-        for tally in {*self._tallies.values(), *self._others.values()}:
-            queue, kind = tally.labels
-            outcomes = tally.outcomes
-            for outcome, n in outcomes.items():
-                if not n:
-                    continue
-                if outcome == "released":
-                    metrics.released.labels(queue, kind).inc(n)
-                else:
-                    metrics.finished.labels(queue, kind, outcome).inc(n)
-                outcomes[outcome] = 0
-            _observe_many(metrics.wait, tally.labels, tally.waits, tally.wait_sum)
-            tally.wait_sum = 0.0
-            _observe_many(metrics.duration, tally.labels, tally.durations, tally.duration_sum)
-            tally.duration_sum = 0.0
+        if not self.entries:
+            return
+        entries = self.entries[:]
+        self.entries.clear()
+        columns = tuple(entries[i::FIELDS] for i in range(FIELDS))
+        queues, types = columns[0], columns[1]
+        n = len(queues)
+        if queues.count(queues[0]) == n and types.count(types[0]) == n:  # the usual batch
+            self._add(metrics, columns)
+            return
+        groups: dict[tuple[str, str], list[int]] = {}
+        for i, key in enumerate(zip(queues, types, strict=True)):
+            groups.setdefault(key, []).append(i)
+        for rows in groups.values():
+            self._add(metrics, tuple([column[i] for i in rows] for column in columns))
+
+    def _add(self, metrics: Metrics, columns: tuple[Any, ...]) -> None:
+        """Add the attempts of one (queue, type), as columns."""
+        queues, types, run_ats, outcomes, starts, ends = columns
+        queue, kind = queues[0], types[0] if types[0] in self._tasks else OTHER
+        counts = collections.Counter(outcomes)
+        for outcome, n in counts.items():
+            if outcome == "released":
+                metrics.released.labels(queue, kind).inc(n)
+            else:
+                metrics.finished.labels(queue, kind, outcome).inc(n)
+        # A wait is its start (monotonic) plus this offset, minus its run_at (wall
+        # clock): the offset is added to the bounds and the sum, not to every wait.
+        offset = now() - monotonic()
+        waits = sorted(map(sub, starts, map(TIMESTAMP, run_ats)))
+        _observe_sorted(metrics.wait.labels(queue, kind), waits, shift=offset, clamp=True)
+        if counts["released"]:  # stopped by shutdown: no run time to speak of
+            ran = [i for i, outcome in enumerate(outcomes) if outcome != "released"]
+            starts, ends = [starts[i] for i in ran], [ends[i] for i in ran]
+        if ends:
+            _observe_sorted(metrics.duration.labels(queue, kind), sorted(map(sub, ends, starts)))
 
 
-def _observe_many(
-    family: Histogram, labels: tuple[str, str], counts: list[int], total: float
+TIMESTAMP = datetime.timestamp
+FIELDS = 6  # of an attempt in AttemptLog.entries
+
+
+def _observe_sorted(
+    histogram: Histogram, values: list[float], *, shift: float = 0.0, clamp: bool = False
 ) -> None:
-    """Add ``counts`` observations per bucket, summing to ``total``, to the histogram
-    of ``labels``, then zero ``counts``. prometheus-client observes one value at a
-    time; its bucket and sum values (``_buckets``, ``_sum``, files in multiprocess
-    mode) take any amount."""
-    if not any(counts):
-        return
-    histogram = family.labels(*labels)
-    for i, n in enumerate(counts):
-        if n:
-            histogram._buckets[i].inc(n)
-            counts[i] = 0
-    histogram._sum.inc(total)
+    """Observe each of ``values`` (sorted) plus ``shift`` in a labelled histogram, all
+    at once; ``clamp``: a negative one as 0 (a wait, when the clocks disagree).
+    prometheus-client observes one value at a time; its bucket and sum values
+    (``_buckets``, ``_sum``, files in multiprocess mode) take any amount."""
+    below = 0
+    for i, bound in enumerate(JOB_BUCKETS):
+        upto = bisect_right(values, bound - shift)
+        if upto > below:
+            histogram._buckets[i].inc(upto - below)
+            below = upto
+    kept = values[bisect_left(values, -shift) :] if clamp else values
+    histogram._sum.inc(math.fsum(kept) + len(kept) * shift)
 
 
 class ProcessMetrics:
@@ -301,24 +286,30 @@ class ProcessMetrics:
     def __init__(self, settings: Settings, tasks: Mapping[str, Any]) -> None:
         self.settings = settings
         self._tasks = tasks
-        self._supervised = bool(os.environ.get(MULTIPROC_DIR))
         self.registry = CollectorRegistry()
-        self.metrics = Metrics(None if self._supervised else self.registry)
-        self._attempts: list[AttemptMetrics] = []
-        self._workers: list[tuple[Worker, Store]] = []
+        # Under a supervisor (or any multiprocess setup), values are written to the
+        # directory's files, and what is served is the sum of every process's.
+        directory = os.environ.get(MULTIPROC_DIR)
+        if directory:
+            multiprocess.MultiProcessCollector(self.registry, path=directory)  # type: ignore[no-untyped-call]
+        self._values = None if directory else self.registry
+        self.metrics = Metrics(self._values)
+        self.worker_metrics: WorkerMetrics | None = None
+        self._attempts: list[AttemptLog] = []
+        # Workers (jobqueue.worker.Worker: not imported, which imports this package),
+        # each with a store on its pool.
+        self._workers: list[tuple[Any, Store]] = []
         self._pools: list[asyncpg.Pool] = []
         self._enqueued: dict[tuple[str, str], Counter] = {}
         self._queues_exported: set[str] = set()
         self._next_queue_read = 0.0
         self._task: asyncio.Task[None] | None = None
-        self._server: Any = None
+        # Bound now, before any worker starts: a port in use stops start-up cleanly.
+        self._server = (
+            None if settings.metrics_port is None else serve_port(settings, self.registry)
+        )
 
     # -- what feeds them ---------------------------------------------------------------
-
-    def attempts(self, tasks: Mapping[str, Any]) -> AttemptMetrics:
-        observer = AttemptMetrics(tasks)
-        self._attempts.append(observer)
-        return observer
 
     def enqueued(self, rows: Sequence[JobOptions], count: int) -> None:
         for row in rows:
@@ -328,19 +319,23 @@ class ProcessMetrics:
                 counter = self._enqueued[key] = self.metrics.enqueued.labels(*key)
             counter.inc(count)
 
-    def watch(self, pool: asyncpg.Pool, worker: Worker | None, clock: Clock | None) -> None:
-        """Sample ``pool`` and ``worker`` (its slots, listener and claims; the queue
-        gauges while it leads), flush every second, and serve JOBQUEUE_METRICS_PORT."""
+    def watch(self, pool: asyncpg.Pool, worker: Any, clock: Clock | None) -> None:
+        """Sample ``pool`` and ``worker`` (a jobqueue.worker.Worker, or None: its
+        attempts, claims, slots and listener; the queue gauges while it leads), and
+        add up what they counted four times a second."""
         self._pools.append(pool)
         if worker is not None:
+            if self.worker_metrics is None:
+                self.worker_metrics = WorkerMetrics(self._values)
             store = Store(pool, self.settings.schema, clock)
             self._workers.append((worker, store))
-            worker.producer.on_claim = self.metrics.claim.observe
+            attempts = AttemptLog(self._tasks)
+            worker.executor.attempt_log = attempts.entries
+            self._attempts.append(attempts)
+            worker.producer.on_claim = self.worker_metrics.claim.observe
             worker.leader.rescuer.on_rescued = lambda jobs: self._rescued(store, jobs)
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="metrics")
-        if self.settings.metrics_port is not None and self._server is None:
-            self._server = serve_port(self.settings, self.registry)
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -355,27 +350,25 @@ class ProcessMetrics:
     async def _run(self) -> None:
         while True:
             await asyncio.sleep(FLUSH_SECONDS)
-            self.sample()
-            if time.monotonic() >= self._next_queue_read:
-                self._next_queue_read = time.monotonic() + self.settings.rescue_interval
-                try:
+            try:
+                self.sample()
+                if time.monotonic() >= self._next_queue_read:
+                    self._next_queue_read = time.monotonic() + self.settings.rescue_interval
                     await self._read_queues()
-                except Exception as exc:  # the next round tries again
-                    log.warning("reading the queue gauges failed", error=str(exc))
+            except Exception as exc:  # the database is away, say: the next round tries again
+                log.warning("updating the metrics failed", error=str(exc))
 
     def sample(self) -> None:
         """Add the attempt tallies to the metrics, and set the process gauges."""
         m = self.metrics
         for observer in self._attempts:
             observer.flush(m)
-        busy = free = 0
-        for worker, _ in self._workers:
-            busy += worker.executor.running
-            free += worker.executor.free_slots
-        if self._workers:
-            m.slots.labels("busy").set(busy)
-            m.slots.labels("free").set(free)
-            m.listener_up.set(all(w.listener.healthy for w, _ in self._workers))
+        if self.worker_metrics is not None:
+            workers = [worker for worker, _ in self._workers]
+            gauges = self.worker_metrics
+            gauges.slots.labels("busy").set(sum(w.executor.running for w in workers))
+            gauges.slots.labels("free").set(sum(w.executor.free_slots for w in workers))
+            gauges.listener_up.set(all(w.listener.healthy for w in workers))
         open_ = sum(p.get_size() for p in self._pools)
         idle = sum(p.get_idle_size() for p in self._pools)
         m.pool.labels("busy").set(open_ - idle)
@@ -384,7 +377,9 @@ class ProcessMetrics:
 
     async def _read_queues(self) -> None:
         """The queue gauges, from the counters, in the maintenance leader alone."""
-        m = self.metrics
+        m = self.worker_metrics
+        if m is None:
+            return
         leading = next((store for worker, store in self._workers if worker.leader.is_leader), None)
         m.leader.set(leading is not None)
         if leading is None:
@@ -460,21 +455,20 @@ class RequestMetrics:
         finally:
             route = scope.get("route")
             template = getattr(route, "path", None) or "unmatched"
-            method = scope["method"]
+            method = scope["method"] if scope["method"] in HTTP_METHODS else "other"
             self._metrics.requests.labels(method, template, str(status)).inc()
             self._metrics.latency.labels(method, template).observe(time.perf_counter() - started)
 
 
 def serve_port(settings: Settings, registry: CollectorRegistry) -> Any:
     """``GET /metrics`` on JOBQUEUE_HOST:JOBQUEUE_METRICS_PORT, in a thread."""
-    from jobqueue.server import StartupError
-
     assert settings.metrics_port is not None
     try:
         server, _ = start_http_server(settings.metrics_port, settings.host, registry)
-    except OSError as exc:
-        raise StartupError(
-            f"cannot listen on {settings.host}:{settings.metrics_port} for metrics: {exc.strerror}"
+    except OSError as exc:  # the port is taken, say: the setting's value cannot be used
+        raise ConfigError(
+            f"JOBQUEUE_METRICS_PORT: cannot listen on {settings.host}:{settings.metrics_port}: "
+            f"{exc.strerror}"
         ) from exc
     log.info(f"Serving metrics on http://{settings.host}:{server.server_port}/metrics")
     return server
