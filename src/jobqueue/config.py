@@ -394,7 +394,7 @@ class Settings:
         "JOBQUEUE_METRICS_PORT",
         optional_port,
         None,
-        "Port on JOBQUEUE_HOST where a process serves `GET /metrics` on its own, for a "
+        "Port on HOST where a process serves `GET /metrics` on its own, for a "
         "`worker` that has no HTTP API; with `--processes N` it serves the sum of all N. "
         "Unset: no such port (`serve` and `api` have /metrics on their HTTP port).",
     )

@@ -264,14 +264,19 @@ FIELDS = 6  # of an attempt in AttemptLog.entries
 
 
 def _observe_sorted(
-    histogram: Histogram, values: list[float], *, shift: float = 0.0, clamp: bool = False
+    histogram: Histogram,
+    values: list[float],
+    *,
+    buckets: Sequence[float] = JOB_BUCKETS,
+    shift: float = 0.0,
+    clamp: bool = False,
 ) -> None:
-    """Observe each of ``values`` (sorted) plus ``shift`` in a labelled histogram, all
-    at once; ``clamp``: a negative one as 0 (a wait, when the clocks disagree).
-    prometheus-client observes one value at a time; its bucket and sum values
-    (``_buckets``, ``_sum``, files in multiprocess mode) take any amount."""
+    """Observe each of ``values`` (sorted) plus ``shift`` in a labelled histogram of
+    ``buckets``, all at once; ``clamp``: a negative one as 0 (a wait, when the clocks
+    disagree). prometheus-client observes one value at a time; its bucket and sum
+    values (``_buckets``, ``_sum``, files in multiprocess mode) take any amount."""
     below = 0
-    for i, bound in enumerate(JOB_BUCKETS):
+    for i, bound in enumerate(buckets):
         upto = bisect_right(values, bound - shift)
         if upto > below:
             histogram._buckets[i].inc(upto - below)
@@ -296,6 +301,7 @@ class ProcessMetrics:
         self.metrics = Metrics(self._values)
         self.worker_metrics: WorkerMetrics | None = None
         self._attempts: list[AttemptLog] = []
+        self._claims: list[float] = []  # claim statements' seconds, since the last flush
         # Workers (jobqueue.worker.Worker: not imported, which imports this package),
         # each with a store on its pool.
         self._workers: list[tuple[Any, Store]] = []
@@ -332,7 +338,7 @@ class ProcessMetrics:
             attempts = AttemptLog(self._tasks)
             worker.executor.attempt_log = attempts.entries
             self._attempts.append(attempts)
-            worker.producer.on_claim = self.worker_metrics.claim.observe
+            worker.producer.on_claim = self._claims.append
             worker.leader.rescuer.on_rescued = lambda jobs: self._rescued(store, jobs)
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="metrics")
@@ -359,11 +365,15 @@ class ProcessMetrics:
                 log.warning("updating the metrics failed", error=str(exc))
 
     def sample(self) -> None:
-        """Add the attempt tallies to the metrics, and set the process gauges."""
+        """Add the attempts and claims to the metrics, and set the process gauges."""
         m = self.metrics
         for observer in self._attempts:
             observer.flush(m)
         if self.worker_metrics is not None:
+            if self._claims:
+                claims = sorted(self._claims)
+                self._claims.clear()
+                _observe_sorted(self.worker_metrics.claim, claims, buckets=CLAIM_BUCKETS)
             workers = [worker for worker, _ in self._workers]
             gauges = self.worker_metrics
             gauges.slots.labels("busy").set(sum(w.executor.running for w in workers))
@@ -461,7 +471,7 @@ class RequestMetrics:
 
 
 def serve_port(settings: Settings, registry: CollectorRegistry) -> Any:
-    """``GET /metrics`` on JOBQUEUE_HOST:JOBQUEUE_METRICS_PORT, in a thread."""
+    """``GET /metrics`` on HOST:JOBQUEUE_METRICS_PORT, in a thread."""
     assert settings.metrics_port is not None
     try:
         server, _ = start_http_server(settings.metrics_port, settings.host, registry)
