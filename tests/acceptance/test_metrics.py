@@ -264,15 +264,19 @@ def test_a_worker_port_serves_the_sum_of_its_processes_through_a_kill(
     supervisor = spawn(
         ["worker", "--processes", "2", "--metrics-port", str(metrics_port)], env, "workers"
     )
+    # A `serve` too: three processes that run workers, and compete for the lead.
+    serve_base = f"http://127.0.0.1:{free_port()}"
+    server = spawn(["serve"], {**env, "PORT": serve_base.rpartition(":")[2]}, "serve")
     api.wait_http(base)
+    server.wait_http(serve_base)
     supervisor.wait_for_output("Started 2 worker processes")
     wait_started(supervisor, 2)
     workers_url = f"http://127.0.0.1:{metrics_port}/metrics"
 
     def scrapes() -> list[Scrape]:
-        return [Scrape(f"{base}/metrics"), Scrape(workers_url)]
+        return [Scrape(f"{base}/metrics"), Scrape(f"{serve_base}/metrics"), Scrape(workers_url)]
 
-    # `api` knows no handlers: a type with none is counted as "other", never by name.
+    # `api` stores jobs of types without a handler: counted as "other", never by name.
     unknown = [{"type": f"mystery_{i}", "payload": {}, "max_attempts": 1} for i in range(3)]
     post_batch(base, batch() + unknown)
     jobs = sum(n for _, n in BATCH) + len(unknown)
@@ -294,7 +298,7 @@ def test_a_worker_port_serves_the_sum_of_its_processes_through_a_kill(
     # The API alone exports neither the queue gauges nor those of workers it does not run.
     api_names = {name for name, _ in first[0].samples}
     assert not api_names & {"jobqueue_jobs", "jobqueue_listener_up", "jobqueue_worker_slots"}
-    promtool_check_metrics(first[1].text)
+    promtool_check_metrics(first[2].text)
 
     def gauges_match() -> tuple[bool, str]:
         got, want = queue_gauges(scrapes()), state_counts(pg_dsn, schema)
@@ -304,7 +308,8 @@ def test_a_worker_port_serves_the_sum_of_its_processes_through_a_kill(
 
     # Kill -9 a worker process while it runs jobs.
     victim = worker_pids(supervisor)[0]
-    post_batch(base, [{"type": "slow", "payload": {"seconds": 20}} for _ in range(6)])
+    # More than the other processes' 10 slots: the victim runs some of them.
+    post_batch(base, [{"type": "slow", "payload": {"seconds": 20}} for _ in range(16)])
     running_sql = f"""SELECT count(*) AS n FROM "{schema}".jobs
                       WHERE status = 'running' AND worker_id LIKE $1"""
     deadline = time.monotonic() + 30
@@ -319,8 +324,10 @@ def test_a_worker_port_serves_the_sum_of_its_processes_through_a_kill(
     seen: list[Scrape] = []
 
     def rescued() -> tuple[bool, str]:
-        seen.append(Scrape(workers_url))
-        n = seen[-1].total("jobqueue_jobs_finished_total", outcome="rescued")
+        every = scrapes()
+        seen.append(every[2])
+        # Counted by the leader that rescued them: `serve` or a worker process.
+        n = total(every, "jobqueue_jobs_finished_total", outcome="rescued")
         return n >= held, f"{n} rescued counted, {held} held by the killed process"
 
     wait_until(rescued)
@@ -342,6 +349,7 @@ def test_a_worker_port_serves_the_sum_of_its_processes_through_a_kill(
     wait_until(slots_match)
     supervisor.popen.send_signal(signal.SIGTERM)
     assert supervisor.popen.wait(30) == 0, supervisor.output
+    assert server.stop() == 0
     assert api.stop() == 0
 
 
