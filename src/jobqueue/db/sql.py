@@ -74,6 +74,7 @@ class Queries:
     fail: str
     get_job: str
     job_attempts: str
+    job_labels: str
     jobs_changed_since: str
     jobs_due_or_running: str
     heartbeat: str
@@ -100,6 +101,7 @@ class Queries:
     unique_holder: str
     unique_keys_expire: str
     worker_unregister: str
+    workers_alive: str
     workers_list: str
     workers_prune: str
 

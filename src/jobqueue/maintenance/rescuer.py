@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import structlog
 
+from jobqueue.db.records import Rescued
 from jobqueue.db.store import Store
 
 log = structlog.get_logger("jobqueue.rescuer")
@@ -17,6 +20,7 @@ class Rescuer:
     def __init__(self, store: Store, *, lease_seconds: float) -> None:
         self._store = store
         self._lease_seconds = lease_seconds
+        self.on_rescued: Callable[[list[Rescued]], Awaitable[None]] | None = None  # metrics
 
     async def run_once(self) -> int:
         """Rescue every expired job, in batches; return how many."""
@@ -35,6 +39,8 @@ class Rescuer:
                     job_id=job.id,
                 )
             rescued += len(jobs)
+            if jobs and self.on_rescued is not None:
+                await self.on_rescued(jobs)
             if len(jobs) < BATCH:
                 break
         await self._store.workers_prune(silent_seconds=self._lease_seconds * FORGET_AFTER_LEASES)

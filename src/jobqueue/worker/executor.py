@@ -75,6 +75,10 @@ class Executor:
         self._progress = progress
         self._report = None if progress is None else progress.report
         self._observers = tuple(observers)
+        # Set by the metrics (observability/metrics.py), which add it up in bulk: one
+        # extend per attempt costs a fraction of an observer's calls. Six items per
+        # attempt: queue, type, run_at, outcome, monotonic start and end (no job kept).
+        self.attempt_log: list[Any] | None = None
         # One thread per slot, so sync handlers never wait for each other.
         self._threads = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="jobqueue-handler")
         self._running: dict[int, tuple[ClaimedJob, asyncio.Task[None]]] = {}
@@ -182,6 +186,10 @@ class Executor:
         finally:
             if observed is not None:
                 self._observe_end(job, observed, outcome, time.monotonic() - started, error)
+            if self.attempt_log is not None:
+                self.attempt_log.extend(
+                    (job.queue, job.type, job.run_at, outcome, started, time.monotonic())
+                )
             self._finished(job)
 
     def _observe_start(self, job: ClaimedJob) -> list[object]:
