@@ -15,10 +15,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
+
+# The per-job log of the attempt running in this context: a structlog processor that
+# keeps each line it sees (observability/joblogs.py sets it as the attempt starts).
+log_capture: ContextVar[Callable[[Any, str, Any], Any] | None] = ContextVar(
+    "jobqueue_log_capture", default=None
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +55,19 @@ class JobContext:
 
     @property
     def log(self) -> Any:
-        """A structlog logger bound with this job's id, type and attempt."""
-        return structlog.get_logger("jobqueue.job").bind(
-            job_id=self.id, type=self.type, attempt=self.attempt
+        """A structlog logger bound with this job's id, type and attempt. Its lines are
+        kept with the attempt too (per-job logs), unless JOBQUEUE_JOB_LOGS is off."""
+        capture = log_capture.get()
+        logger = (
+            structlog.get_logger("jobqueue.job")
+            if capture is None  # per-job logs off, or not in an attempt
+            else structlog.wrap_logger(
+                None,
+                processors=[capture, *structlog.get_config()["processors"]],
+                logger_factory_args=("jobqueue.job",),
+            )
         )
+        return logger.bind(job_id=self.id, type=self.type, attempt=self.attempt)
 
     def progress(self, fraction: float | None = None, message: str | None = None) -> None:
         """Report how far this attempt has got: ``fraction`` from 0 to 1 and/or a short

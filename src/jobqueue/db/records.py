@@ -92,6 +92,15 @@ class ProgressReport:
 
 
 @dataclass(frozen=True, slots=True)
+class LogChunk:
+    """Lines a running attempt logged, not written yet, to append to its log."""
+
+    job: ClaimedJob
+    text: str
+    truncated: bool  # the attempt reached its bound: nothing follows
+
+
+@dataclass(frozen=True, slots=True)
 class Renewal:
     """What a heartbeat found: leases it could not renew (the jobs were taken from this
     worker), and jobs asked to stop (their NOTIFY may have been missed)."""

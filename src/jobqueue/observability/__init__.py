@@ -10,15 +10,48 @@ does not use.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from jobqueue import logs
 from jobqueue.config import Settings
 from jobqueue.observability.attempts import AttemptObserver, Outcome
 
-__all__ = ["AttemptObserver", "Outcome", "observers"]
+if TYPE_CHECKING:
+    from jobqueue.db.store import Store
+    from jobqueue.observability.joblogs import JobLogs
+
+__all__ = ["AttemptObserver", "Outcome", "job_logs", "observers"]
 
 
-def observers(settings: Settings, tasks: Mapping[str, Any]) -> list[AttemptObserver]:
-    """The attempt observers ``settings`` turn on, for a worker running ``tasks``."""
+def observers(
+    settings: Settings,
+    tasks: Mapping[str, Any],
+    *,
+    worker_id: str,
+    job_logs: JobLogs | None = None,
+) -> list[AttemptObserver]:
+    """The attempt observers ``settings`` turn on, for worker ``worker_id`` running
+    ``tasks``; ``job_logs``: its per-job log writer, if it has one."""
     found: list[AttemptObserver] = []
+    if logs.enabled("warning"):
+        from jobqueue.observability.lifecycle import Lifecycle
+
+        found.append(Lifecycle(worker_id))
+    if job_logs is not None:
+        found.append(job_logs)
     return found
+
+
+def job_logs(settings: Settings, store: Store, worker_id: str) -> JobLogs | None:
+    """Worker ``worker_id``'s per-job log writer, unless JOBQUEUE_JOB_LOGS is off."""
+    if settings.job_logs == "off":
+        return None
+    from jobqueue.observability.joblogs import JobLogs
+
+    return JobLogs(
+        store,
+        worker_id,
+        limit=settings.job_log_bytes,
+        interval=settings.progress_interval,
+        stdlib=settings.job_logs == "all",
+    )

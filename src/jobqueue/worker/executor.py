@@ -15,11 +15,11 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from jobqueue import logs, results
+from jobqueue import results
 from jobqueue.db.records import ClaimedJob
 from jobqueue.observability.attempts import AttemptObserver, Outcome
 from jobqueue.retry import Discard, RetryAt, RetryPolicy
@@ -28,6 +28,9 @@ from jobqueue.task import PayloadError, Task
 from jobqueue.worker.completer import Completer
 from jobqueue.worker.isolation import IsolatedFailure, run_isolated
 from jobqueue.worker.progress import ProgressWriter
+
+if TYPE_CHECKING:
+    from jobqueue.observability.joblogs import JobLogs
 
 log = structlog.get_logger("jobqueue.executor")
 
@@ -63,6 +66,7 @@ class Executor:
         max_result_bytes: int = 64 * 1024,
         progress: ProgressWriter | None = None,
         observers: Sequence[AttemptObserver] = (),
+        job_logs: JobLogs | None = None,
     ) -> None:
         self._tasks = tasks
         self._slots = slots
@@ -75,6 +79,7 @@ class Executor:
         self._progress = progress
         self._report = None if progress is None else progress.report
         self._observers = tuple(observers)
+        self._job_logs = job_logs
         # One thread per slot, so sync handlers never wait for each other.
         self._threads = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="jobqueue-handler")
         self._running: dict[int, tuple[ClaimedJob, asyncio.Task[None]]] = {}
@@ -82,8 +87,6 @@ class Executor:
         # Jobs cancelled while running here, and the flags sync handlers can read.
         self._cancel_requested: set[int] = set()
         self._cancel_flags: dict[int, threading.Event] = {}
-        self._log = log.bind()
-        self._log_jobs = logs.enabled("info")
         self.signals = ExecutorSignals()
 
     @property
@@ -130,23 +133,14 @@ class Executor:
 
     async def _run(self, job: ClaimedJob) -> None:
         self.signals.started.fire(job.id)
-        # The hot path: the per-job log lines cost more than the queue itself at
-        # tens of thousands of jobs a second, so they are skipped, not filtered,
-        # when info is off.
-        if self._log_jobs:
-            self._log.info(
-                f"Processing job {job.id}, attempt {job.attempt}/{job.max_attempts}",
-                job_id=job.id,
-                type=job.type,
-            )
+        # Lifecycle log events (job.started, ...) are an observer's: observability/.
         observed = self._observe_start(job) if self._observers else None
         started = time.monotonic()
         outcome: Outcome = "completed"
         error: BaseException | None = None
         try:
             result = await self._invoke(job)
-            if self._progress is not None:
-                await self._progress.settle(job.id)
+            await self._settle(job)
         except asyncio.CancelledError as exc:
             error = exc
             if job.id in self._cancel_requested:
@@ -155,7 +149,6 @@ class Executor:
                 return
             # Otherwise only shutdown cancels a job: hand it back, the attempt not counted.
             outcome = "released"
-            self._log.warning(f"Job {job.id} interrupted by shutdown; handed back", job_id=job.id)
             self._completer.release(job)
             raise
         except Exception as exc:
@@ -164,25 +157,25 @@ class Executor:
                 outcome = "cancelled"
                 self._completer.cancel(job)
             else:
-                if self._progress is not None:  # where it got to, for whoever looks
-                    await self._progress.settle(job.id)
+                await self._settle(job)  # where it got to, for whoever looks
                 outcome = self._failed(job, exc)
         else:
             if job.id in self._cancel_requested:  # returned after the cancel: cancelled
                 outcome = "cancelled"
                 self._completer.cancel(job)
                 return
-            if self._log_jobs:
-                self._log.info(
-                    f"Job {job.id} completed",
-                    job_id=job.id,
-                    seconds=round(time.monotonic() - started, 4),
-                )
             self._completer.complete(job, result)
         finally:
             if observed is not None:
                 self._observe_end(job, observed, outcome, time.monotonic() - started, error)
             self._finished(job)
+
+    async def _settle(self, job: ClaimedJob) -> None:
+        """Write the attempt's last progress and log lines before its outcome."""
+        if self._progress is not None:
+            await self._progress.settle(job.id)
+        if self._job_logs is not None:
+            await self._job_logs.settle(job.id)
 
     def _observe_start(self, job: ClaimedJob) -> list[object]:
         states: list[object] = []
@@ -269,13 +262,7 @@ class Executor:
         if isinstance(exc, Discard):
             error = f"discarded: {error}"[:MAX_ERROR_CHARS]
         delay = self._retry_delay(job, exc)
-        log.warning(
-            f"Job {job.id} failed on attempt {job.attempt}",
-            job_id=job.id,
-            error=error,
-            retry_in_seconds=None if delay is None else round(delay, 3),
-            exc_info=None if plain else exc,
-        )
+        # Logged as job.retried, job.failed or job.discarded (observability/lifecycle.py).
         trace = None if plain else "".join(traceback.format_exception(exc))[-MAX_TRACEBACK_CHARS:]
         self._completer.fail(job, error, trace, delay)
         if delay is not None:

@@ -1,0 +1,255 @@
+"""Per-job logs: what a handler logs is kept with its attempt (``GET /jobs/{id}/attempts``,
+``jobqueue jobs logs``).
+
+``started`` opens a capture for the attempt and puts it in a context variable, which
+``ctx.log`` reads (jobqueue.context) and, with JOBQUEUE_JOB_LOGS=all, a stdlib logging
+handler too; the variable is the attempt's own, so concurrent attempts never see each
+other's lines, and a sync handler's thread runs in a copy of it. A line costs its
+rendering and a list append; nothing is written per line. One statement appends every
+attempt's new lines, at once after a quiet spell and then at most once per
+JOBQUEUE_PROGRESS_INTERVAL, and ``settle`` writes an attempt's last lines before its
+outcome is. Writes are fenced like progress: a stale attempt's lines never land.
+
+An attempt keeps at most JOBQUEUE_JOB_LOG_BYTES; the line that crosses the bound is
+cut there, and a marker line ends the log. A handler that logs nothing costs a
+context variable set and an object, nothing more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import traceback
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+
+from jobqueue.context import log_capture
+from jobqueue.db.pool import log_failure
+from jobqueue.db.records import ClaimedJob, LogChunk
+from jobqueue.db.store import Store
+from jobqueue.observability.attempts import Outcome
+from jobqueue.signals import Signal, Signals
+
+log = structlog.get_logger("jobqueue.joblogs")
+
+# What a line shows besides its event: the rest is the attempt's, already known.
+BOUND = frozenset({"job_id", "type", "attempt", "exc_info", "event"})
+
+
+def marker(limit: int) -> str:
+    return f"[jobqueue] log truncated: more than {limit} bytes (JOBQUEUE_JOB_LOG_BYTES)\n"
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Capture:
+    """One attempt's log, as its lines arrive; from any thread."""
+
+    __slots__ = (
+        "_limit",
+        "_writer",
+        "added",
+        "closed",
+        "job",
+        "truncated",
+        "unwritten",
+        "used",
+        "written",
+    )  # fmt: skip
+
+    def __init__(self, job: ClaimedJob, writer: JobLogs, limit: int) -> None:
+        self.job = job
+        self._writer = writer
+        self._limit = limit
+        self.used = 0  # bytes kept
+        self.truncated = False
+        self.closed = False  # the handler returned: later lines are not its own
+        self.unwritten: list[str] = []  # guarded by the writer's lock
+        self.added = 0  # lines kept, and how many of them the writer has written
+        self.written = 0
+
+    def __call__(self, logger: Any, method: str, event: dict[str, Any]) -> dict[str, Any]:
+        """A structlog processor: keep the line, pass the event on unchanged."""
+        extra = " ".join(f"{k}={v}" for k, v in event.items() if k not in BOUND)
+        line = f"{now()} {method} {event.get('event', '')}{' ' if extra else ''}{extra}\n"
+        self.add(line + _exception(event.get("exc_info")))
+        return event
+
+    def add(self, text: str) -> None:
+        if self.closed or self.truncated:
+            return
+        data = text.encode()
+        if self.used + len(data) > self._limit:
+            kept = data[: self._limit - self.used].decode(errors="ignore")
+            text = kept + ("" if not kept or kept.endswith("\n") else "\n") + marker(self._limit)
+            self.truncated = True
+            data = text.encode()
+        self.used += len(data)
+        self._writer.keep(self, text)
+
+
+@dataclass
+class JobLogSignals(Signals):
+    written: Signal[int] = field(default_factory=Signal)  # a write ended: attempts written
+
+
+class JobLogs:
+    """The per-job log observer of one worker, and the writer of what it keeps."""
+
+    def __init__(
+        self, store: Store, worker_id: str, *, limit: int, interval: float, stdlib: bool
+    ) -> None:
+        self._store = store
+        self._worker_id = worker_id
+        self._limit = limit
+        self._interval = interval
+        self._stdlib = StdlibCapture() if stdlib else None
+        self._lock = threading.Lock()  # lines come from handler threads too
+        self._pending: dict[int, Capture] = {}  # captures with unwritten lines
+        self._open: dict[int, Capture] = {}  # by job id, from started to settle
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._kept = asyncio.Event()
+        self._writing: asyncio.Future[None] | None = None
+        self.signals = JobLogSignals()
+
+    # -- the observer ------------------------------------------------------------
+
+    def started(self, job: ClaimedJob) -> object:
+        capture = Capture(job, self, self._limit)
+        log_capture.set(capture)
+        self._open[job.id] = capture
+        return capture
+
+    def ended(
+        self,
+        job: ClaimedJob,
+        state: object,
+        outcome: Outcome,
+        seconds: float,
+        error: BaseException | None,
+    ) -> None:
+        # Settled already unless it was cancelled or released, when lines still
+        # buffered go with the next write (the fence refuses them if the outcome won).
+        if isinstance(state, Capture):
+            state.closed = True
+            if self._open.get(job.id) is state:
+                del self._open[job.id]
+
+    # -- the writer ---------------------------------------------------------------
+
+    def keep(self, capture: Capture, text: str) -> None:
+        """Buffer ``text`` for the next write; from any thread."""
+        with self._lock:
+            capture.unwritten.append(text)
+            capture.added += 1
+            first = not self._pending
+            self._pending[id(capture)] = capture
+        if not first or self._loop is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            self._kept.set()
+        else:
+            self._loop.call_soon_threadsafe(self._kept.set)
+
+    async def run(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        if self._stdlib is not None:
+            logging.getLogger().addHandler(self._stdlib)
+        try:
+            while True:
+                await self._kept.wait()
+                self._kept.clear()
+                await self.flush()
+                await asyncio.sleep(self._interval)
+        finally:
+            if self._stdlib is not None:
+                logging.getLogger().removeHandler(self._stdlib)
+
+    async def settle(self, job_id: int) -> None:
+        """Close ``job_id``'s log and write its unwritten lines before its outcome is
+        written: an ended attempt shows its last lines. Never raises."""
+        capture = self._open.pop(job_id, None)
+        if capture is None:
+            return
+        capture.closed = True
+        while capture.written < capture.added:
+            if self._writing is not None:  # its lines may be in this write
+                await asyncio.shield(self._writing)
+            else:
+                await self.flush()
+
+    async def flush(self) -> None:
+        """Write every attempt's unwritten lines, in one statement; a call made while
+        a write runs waits for it and then writes what came meanwhile, so that attempts
+        ending together share statements. Never raises: a log must not fail a job."""
+        while self._writing is not None:
+            await asyncio.shield(self._writing)
+        self._writing = asyncio.ensure_future(self._write())
+        await asyncio.shield(self._writing)
+
+    async def _write(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, {}
+            taken = [(c, "".join(c.unwritten), c.added) for c in pending.values()]
+            for c in pending.values():
+                c.unwritten = []
+        try:
+            if taken:
+                written = await self._store.job_log_append(
+                    chunks=_latest_attempts(taken), worker_id=self._worker_id
+                )
+                self.signals.written.fire(written)
+        except Exception as exc:
+            log_failure(log, exc, "writing job logs failed", "log lines dropped")
+        finally:
+            for capture, _, added in taken:
+                capture.written = added
+            self._writing = None
+
+
+def _latest_attempts(taken: list[tuple[Capture, str, int]]) -> list[LogChunk]:
+    """One chunk per job: if a job's stale attempt and its new one both logged, the
+    new one's (the fence would refuse the stale one's anyway)."""
+    chunks: dict[int, LogChunk] = {}
+    for capture, text, _ in taken:
+        held = chunks.get(capture.job.id)
+        if held is None or held.job.attempt < capture.job.attempt:
+            chunks[capture.job.id] = LogChunk(capture.job, text, capture.truncated)
+    return list(chunks.values())
+
+
+class StdlibCapture(logging.Handler):
+    """Keeps the stdlib logging records emitted in an attempt's context with it."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        capture = log_capture.get()
+        if not isinstance(capture, Capture):
+            return
+        try:
+            line = f"{now()} {record.levelname.lower()} {record.name}: {record.getMessage()}\n"
+            capture.add(line + _exception(record.exc_info))
+        except Exception:
+            self.handleError(record)
+
+
+def _exception(exc_info: Any) -> str:
+    """The traceback a line asks for, as text ("" for none)."""
+    if not exc_info:
+        return ""
+    if exc_info is True:
+        return traceback.format_exc()
+    if isinstance(exc_info, BaseException):
+        return "".join(traceback.format_exception(exc_info))
+    if isinstance(exc_info, tuple) and exc_info[0] is not None:
+        return "".join(traceback.format_exception(*exc_info))
+    return ""
