@@ -61,7 +61,7 @@ def add_jobs_commands(commands: Commands) -> None:
     )
     add_output_flags(cmd)
     cmd.set_defaults(run=run_jobs_get)
-    cmd = jobs.add_parser("attempts", help="show a job's failed attempts, oldest first")
+    cmd = jobs.add_parser("attempts", help="show a job's failed attempts (and any that logged)")
     cmd.add_argument("id", type=int)
     add_output_flags(cmd)
     cmd.set_defaults(run=run_jobs_attempts)

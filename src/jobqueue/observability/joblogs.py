@@ -76,7 +76,7 @@ class Capture:
 
     def __call__(self, logger: Any, method: str, event: dict[str, Any]) -> dict[str, Any]:
         """A structlog processor: keep the line, pass the event on unchanged."""
-        extra = " ".join(f"{k}={v}" for k, v in event.items() if k not in BOUND)
+        extra = " ".join(f"{k}={_value(v)}" for k, v in event.items() if k not in BOUND)
         line = f"{now()} {method} {event.get('event', '')}{' ' if extra else ''}{extra}\n"
         self.add(line + _exception(event.get("exc_info")))
         return event
@@ -240,6 +240,12 @@ class StdlibCapture(logging.Handler):
             capture.add(line + _exception(record.exc_info))
         except Exception:
             self.handleError(record)
+
+
+def _value(value: Any) -> str:
+    """A field's value as a line shows it: quoted only where it would be ambiguous."""
+    text = str(value)
+    return repr(text) if not text or any(c in text for c in " ='\"\n") else text
 
 
 def _exception(exc_info: Any) -> str:

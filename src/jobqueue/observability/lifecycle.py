@@ -83,8 +83,11 @@ class Lifecycle:
             log.info(f"job.{outcome}", **fields)
             return
         if error is not None and outcome != "released":
-            fields["error"] = f"{type(error).__name__}: {error}"
-            fields["exc_info"] = error
+            # jobqueue's own (a timeout, RetryAt, Discard...) say it all in their message.
+            plain = type(error).__module__.startswith("jobqueue.")
+            fields["error"] = str(error) if plain else f"{type(error).__name__}: {error}"
+            if not plain:
+                fields["exc_info"] = error
         log.warning(f"job.{outcome}", **fields)
 
     def _fields(self, job: ClaimedJob, started: datetime) -> dict[str, Any]:
