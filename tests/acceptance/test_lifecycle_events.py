@@ -16,6 +16,13 @@ from tests.conftest import Spawn
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 TRACEPARENT = f"00-{TRACE_ID}-00f067aa0ba902b7-01"
+# The demo tasks, JSON logs, retries at once, and a leader that rescues quickly.
+SERVER_ENV = {
+    "JOBQUEUE_APP": "jobqueue.demo:jq",
+    "JOBQUEUE_LOG_FORMAT": "json",
+    "RETRY_DELAY_SECONDS": "0",
+    "JOBQUEUE_RESCUE_INTERVAL": "0.2",
+}
 ATTEMPT_FIELDS = {"job_id", "type", "queue", "attempt", "max_attempts", "worker_id", "wait_ms"}
 
 
@@ -63,12 +70,7 @@ def test_a_json_log_server_prints_each_lifecycle_event_with_its_fields(
     settings: Settings, pg_dsn: str, env: dict[str, str], spawn: Spawn
 ) -> None:
     ids = asyncio.run(seed(settings, pg_dsn))
-    env.update(
-        JOBQUEUE_APP="jobqueue.demo:jq",
-        JOBQUEUE_LOG_FORMAT="json",
-        RETRY_DELAY_SECONDS="0",
-        JOBQUEUE_RESCUE_INTERVAL="0.2",
-    )
+    env.update(SERVER_ENV)
     server = spawn(["serve"], env)
     base = f"http://127.0.0.1:{env['PORT']}"
     server.wait_http(base)

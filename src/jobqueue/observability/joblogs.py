@@ -21,6 +21,7 @@ import asyncio
 import logging
 import threading
 import traceback
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -49,30 +50,19 @@ def now() -> str:
 
 
 class Capture:
-    """One attempt's log, as its lines arrive; from any thread."""
+    """One attempt's log, as its lines arrive; from any thread. Made for every attempt,
+    most of which log nothing: the counters start as class attributes."""
 
-    __slots__ = (
-        "_limit",
-        "_writer",
-        "added",
-        "closed",
-        "job",
-        "truncated",
-        "unwritten",
-        "used",
-        "written",
-    )  # fmt: skip
+    used = 0  # bytes kept
+    truncated = False
+    closed = False  # the handler returned: later lines are not its own
+    added = 0  # lines kept, and how many of them the writer has written
+    written = 0
+    unwritten: list[str]  # guarded by the writer's lock; set as the first line comes
 
-    def __init__(self, job: ClaimedJob, writer: JobLogs, limit: int) -> None:
+    def __init__(self, job: ClaimedJob, writer: JobLogs) -> None:
         self.job = job
         self._writer = writer
-        self._limit = limit
-        self.used = 0  # bytes kept
-        self.truncated = False
-        self.closed = False  # the handler returned: later lines are not its own
-        self.unwritten: list[str] = []  # guarded by the writer's lock
-        self.added = 0  # lines kept, and how many of them the writer has written
-        self.written = 0
 
     def __call__(self, logger: Any, method: str, event: dict[str, Any]) -> dict[str, Any]:
         """A structlog processor: keep the line, pass the event on unchanged."""
@@ -85,9 +75,10 @@ class Capture:
         if self.closed or self.truncated:
             return
         data = text.encode()
-        if self.used + len(data) > self._limit:
-            kept = data[: self._limit - self.used].decode(errors="ignore")
-            text = kept + ("" if not kept or kept.endswith("\n") else "\n") + marker(self._limit)
+        limit = self._writer.limit
+        if self.used + len(data) > limit:
+            kept = data[: limit - self.used].decode(errors="ignore")
+            text = kept + ("" if not kept or kept.endswith("\n") else "\n") + marker(limit)
             self.truncated = True
             data = text.encode()
         self.used += len(data)
@@ -107,7 +98,7 @@ class JobLogs:
     ) -> None:
         self._store = store
         self._worker_id = worker_id
-        self._limit = limit
+        self.limit = limit  # bytes per attempt
         self._interval = interval
         self._stdlib = StdlibCapture() if stdlib else None
         self._lock = threading.Lock()  # lines come from handler threads too
@@ -121,9 +112,8 @@ class JobLogs:
     # -- the observer ------------------------------------------------------------
 
     def started(self, job: ClaimedJob) -> object:
-        capture = Capture(job, self, self._limit)
+        capture = self._open[job.id] = Capture(job, self)
         log_capture.set(capture)
-        self._open[job.id] = capture
         return capture
 
     def ended(
@@ -136,18 +126,21 @@ class JobLogs:
     ) -> None:
         # Settled already unless it was cancelled or released, when lines still
         # buffered go with the next write (the fence refuses them if the outcome won).
-        if isinstance(state, Capture):
-            state.closed = True
-            if self._open.get(job.id) is state:
-                del self._open[job.id]
+        capture = self._open.get(job.id)
+        if capture is state and capture is not None:
+            del self._open[job.id]
+            capture.closed = True
 
     # -- the writer ---------------------------------------------------------------
 
     def keep(self, capture: Capture, text: str) -> None:
         """Buffer ``text`` for the next write; from any thread."""
         with self._lock:
-            capture.unwritten.append(text)
             capture.added += 1
+            if id(capture) in self._pending:
+                capture.unwritten.append(text)
+                return
+            capture.unwritten = [text]
             first = not self._pending
             self._pending[id(capture)] = capture
         if not first or self._loop is None:
@@ -175,13 +168,17 @@ class JobLogs:
             if self._stdlib is not None:
                 logging.getLogger().removeHandler(self._stdlib)
 
-    async def settle(self, job_id: int) -> None:
-        """Close ``job_id``'s log and write its unwritten lines before its outcome is
-        written: an ended attempt shows its last lines. Never raises."""
+    def settle(self, job_id: int) -> Awaitable[None] | None:
+        """Close ``job_id``'s log; what to await, if it has unwritten lines, to write them
+        before its outcome is written: an ended attempt shows its last lines. (Not a
+        coroutine: most attempts log nothing, and need not pay for one.) Never raises."""
         capture = self._open.pop(job_id, None)
         if capture is None:
-            return
+            return None
         capture.closed = True
+        return self._settle(capture) if capture.written < capture.added else None
+
+    async def _settle(self, capture: Capture) -> None:
         while capture.written < capture.added:
             if self._writing is not None:  # its lines may be in this write
                 await asyncio.shield(self._writing)
@@ -201,8 +198,6 @@ class JobLogs:
         with self._lock:
             pending, self._pending = self._pending, {}
             taken = [(c, "".join(c.unwritten), c.added) for c in pending.values()]
-            for c in pending.values():
-                c.unwritten = []
         try:
             if taken:
                 written = await self._store.job_log_append(

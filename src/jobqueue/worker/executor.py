@@ -174,8 +174,8 @@ class Executor:
         """Write the attempt's last progress and log lines before its outcome."""
         if self._progress is not None:
             await self._progress.settle(job.id)
-        if self._job_logs is not None:
-            await self._job_logs.settle(job.id)
+        if self._job_logs is not None and (writing := self._job_logs.settle(job.id)):
+            await writing
 
     def _observe_start(self, job: ClaimedJob) -> list[object]:
         states: list[object] = []
