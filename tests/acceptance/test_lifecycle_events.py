@@ -85,6 +85,12 @@ def test_a_json_log_server_prints_each_lifecycle_event_with_its_fields(
     ]:  # fmt: skip
         job = httpx.get(f"{base}/jobs/{ids[name]}", params={"wait": 20}, timeout=30).json()
         assert job["status"] == status, (name, job)
+    # The demo's send_email logs through ctx.log: its line is kept with the attempt.
+    [attempt] = httpx.get(f"{base}/jobs/{ids['traced']}/attempts").json()["attempts"]
+    assert (attempt["attempt"], attempt["error"], attempt["log_truncated"]) == (1, None, False)
+    assert attempt["log"].split(" ", 1)[1] == (
+        "info Sending email (simulated) to=a@example.com subject=None\n"
+    )
     assert server.stop() == 0
 
     seen = events(server.output)

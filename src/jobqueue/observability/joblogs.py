@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import threading
+import time
 import traceback
-from collections.abc import Awaitable
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import structlog
@@ -39,14 +40,26 @@ log = structlog.get_logger("jobqueue.joblogs")
 
 # What a line shows besides its event: the rest is the attempt's, already known.
 BOUND = frozenset({"job_id", "type", "attempt", "exc_info", "event"})
+# A field value shown as it is; any other is quoted.
+_PLAIN = re.compile(r"[^\s='\"]+")
 
 
 def marker(limit: int) -> str:
     return f"[jobqueue] log truncated: more than {limit} bytes (JOBQUEUE_JOB_LOG_BYTES)\n"
 
 
+_second: tuple[int, str] = (-1, "")  # the last second formatted, and its text
+
+
 def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """The time for a line, UTC to the millisecond; the second's text is formatted once
+    per second, which halves the cost of a line kept."""
+    global _second
+    t = time.time()
+    second = int(t)
+    if _second[0] != second:
+        _second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+    return f"{_second[1]}.{int((t - second) * 1000):03d}Z"
 
 
 class Capture:
@@ -168,7 +181,7 @@ class JobLogs:
             if self._stdlib is not None:
                 logging.getLogger().removeHandler(self._stdlib)
 
-    def settle(self, job_id: int) -> Awaitable[None] | None:
+    def settle(self, job_id: int) -> Coroutine[Any, Any, None] | None:
         """Close ``job_id``'s log; what to await, if it has unwritten lines, to write them
         before its outcome is written: an ended attempt shows its last lines. (Not a
         coroutine: most attempts log nothing, and need not pay for one.) Never raises."""
@@ -240,7 +253,7 @@ class StdlibCapture(logging.Handler):
 def _value(value: Any) -> str:
     """A field's value as a line shows it: quoted only where it would be ambiguous."""
     text = str(value)
-    return repr(text) if not text or any(c in text for c in " ='\"\n") else text
+    return text if _PLAIN.fullmatch(text) else repr(text)
 
 
 def _exception(exc_info: Any) -> str:
