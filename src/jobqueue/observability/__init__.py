@@ -33,7 +33,7 @@ def observers(
     """The attempt observers ``settings`` turn on, for worker ``worker_id`` running
     ``tasks``; ``job_logs``: its per-job log writer, if it has one."""
     found: list[AttemptObserver] = []
-    if logs.enabled("warning"):
+    if logs.enabled("info"):  # off, a worker pays nothing for job.started and the like
         from jobqueue.observability.lifecycle import Lifecycle
 
         found.append(Lifecycle(worker_id))

@@ -5,13 +5,19 @@
 ``job.rescued`` from the leader that found its worker gone; ``job.cancelled`` also
 from whoever cancelled a pending job. Each carries the fields known where it is
 logged: job_id, type, queue, attempt, max_attempts, worker_id, duration_ms, wait_ms
-and trace_id (docs/job-logs.md has the table). The events of a job going well are
-info, those of it going wrong warnings: with info off, the worker skips the former
-entirely, which at tens of thousands of jobs a second is worth having.
+and trace_id (docs/job-logs.md has the table).
+
+The events of a job going well are info, and an attempt observer's (``Lifecycle``),
+installed only when info is printed: at tens of thousands of jobs a second, two log
+lines per job cost more than the queue itself, and with info off a worker pays
+nothing for them. Those of a job going wrong are warnings, which the executor logs
+through ``went_wrong`` as it writes the outcome, since it alone knows the error as
+stored and the retry delay.
 """
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,16 +28,6 @@ from jobqueue.db.records import ClaimedJob, Rescued
 from jobqueue.observability.attempts import Outcome
 
 log = structlog.get_logger("jobqueue.lifecycle")
-
-# The level of each attempt's end: warnings are what an operator looks into.
-LEVELS: dict[Outcome, str] = {
-    "completed": "info",
-    "cancelled": "info",
-    "retried": "warning",
-    "failed": "warning",
-    "discarded": "warning",
-    "released": "warning",
-}
 
 
 def trace_id(trace: dict[str, str] | None) -> str | None:
@@ -48,17 +44,31 @@ def trace_id(trace: dict[str, str] | None) -> str | None:
     return parts[1].lower()
 
 
+def attempt_fields(job: ClaimedJob, worker_id: str | None, started: datetime) -> dict[str, Any]:
+    """What every worker event says of its attempt; ``started``: when it began."""
+    fields = {
+        "job_id": job.id,
+        "type": job.type,
+        "queue": job.queue,
+        "attempt": job.attempt,
+        "max_attempts": job.max_attempts,
+        "worker_id": worker_id,
+        "wait_ms": round((started - job.run_at).total_seconds() * 1000, 3),
+    }
+    if job.trace is not None and (traced := trace_id(job.trace)) is not None:
+        fields["trace_id"] = traced
+    return fields
+
+
 class Lifecycle:
-    """The attempt observer that logs a worker's lifecycle events."""
+    """The attempt observer that logs a worker's info events: job.started, and
+    job.completed or job.cancelled (cancelled while it ran)."""
 
     def __init__(self, worker_id: str) -> None:
         self._worker_id = worker_id
-        self._info = logs.enabled("info")
 
     def started(self, job: ClaimedJob) -> object:
-        if not self._info:  # the hot path: nothing at all
-            return None
-        fields = self._fields(job, datetime.now(UTC))
+        fields = attempt_fields(job, self._worker_id, datetime.now(UTC))
         log.info("job.started", **fields)
         return fields
 
@@ -70,39 +80,38 @@ class Lifecycle:
         seconds: float,
         error: BaseException | None,
     ) -> None:
-        level = LEVELS[outcome]
-        if level == "info" and not self._info:
-            return
-        fields: dict[str, Any] = (
-            dict(state)
-            if isinstance(state, dict)
-            else self._fields(job, datetime.now(UTC) - timedelta(seconds=seconds))
-        )
-        fields["duration_ms"] = round(seconds * 1000, 3)
-        if level == "info":
-            log.info(f"job.{outcome}", **fields)
-            return
-        if error is not None and outcome != "released":
-            # jobqueue's own (a timeout, RetryAt, Discard...) say it all in their message.
-            plain = type(error).__module__.startswith("jobqueue.")
-            fields["error"] = str(error) if plain else f"{type(error).__name__}: {error}"
-            if not plain:
-                fields["exc_info"] = error
-        log.warning(f"job.{outcome}", **fields)
+        if outcome in ("completed", "cancelled") and isinstance(state, dict):
+            log.info(f"job.{outcome}", **state, duration_ms=round(seconds * 1000, 3))
 
-    def _fields(self, job: ClaimedJob, started: datetime) -> dict[str, Any]:
-        fields = {
-            "job_id": job.id,
-            "type": job.type,
-            "queue": job.queue,
-            "attempt": job.attempt,
-            "max_attempts": job.max_attempts,
-            "worker_id": self._worker_id,
-            "wait_ms": round((started - job.run_at).total_seconds() * 1000, 3),
-        }
-        if job.trace is not None and (traced := trace_id(job.trace)) is not None:
-            fields["trace_id"] = traced
-        return fields
+
+def went_wrong(
+    job: ClaimedJob,
+    outcome: Outcome,
+    worker_id: str | None,
+    started: float,
+    *,
+    error: str | None = None,
+    retry_in: float | None = None,
+    exc: BaseException | None = None,
+) -> None:
+    """An attempt that began at ``started`` (``time.monotonic()``) ended retried, failed,
+    discarded (``error``: why, as stored; ``exc``: the exception whose traceback to
+    log, if any) or released by shutdown."""
+    seconds = time.monotonic() - started
+    fields = attempt_fields(job, worker_id, datetime.now(UTC) - timedelta(seconds=seconds))
+    fields["duration_ms"] = round(seconds * 1000, 3)
+    if error is not None:
+        fields["error"] = error
+    if retry_in is not None:
+        fields["retry_in_ms"] = round(retry_in * 1000, 3)
+    log.warning(f"job.{outcome}", **fields, exc_info=exc)
+
+
+def cancelled_pending(job_id: int, *, type: str | None = None, queue: str | None = None) -> None:
+    """A pending job was cancelled: it ends without running again."""
+    if logs.enabled("info"):
+        known = {k: v for k, v in (("type", type), ("queue", queue)) if v is not None}
+        log.info("job.cancelled", job_id=job_id, **known)
 
 
 def rescued(job: Rescued) -> None:
@@ -116,10 +125,3 @@ def rescued(job: Rescued) -> None:
         status=job.status,
         error="worker lost (lease expired)",
     )
-
-
-def cancelled_pending(job_id: int, *, type: str | None = None, queue: str | None = None) -> None:
-    """A pending job was cancelled: it ends without running again."""
-    if logs.enabled("info"):
-        known = {k: v for k, v in (("type", type), ("queue", queue)) if v is not None}
-        log.info("job.cancelled", job_id=job_id, **known)

@@ -21,6 +21,7 @@ import structlog
 
 from jobqueue import results
 from jobqueue.db.records import ClaimedJob
+from jobqueue.observability import lifecycle
 from jobqueue.observability.attempts import AttemptObserver, Outcome
 from jobqueue.retry import Discard, RetryAt, RetryPolicy
 from jobqueue.signals import Signal, Signals
@@ -67,6 +68,7 @@ class Executor:
         progress: ProgressWriter | None = None,
         observers: Sequence[AttemptObserver] = (),
         job_logs: JobLogs | None = None,
+        worker_id: str | None = None,
     ) -> None:
         self._tasks = tasks
         self._slots = slots
@@ -80,6 +82,7 @@ class Executor:
         self._report = None if progress is None else progress.report
         self._observers = tuple(observers)
         self._job_logs = job_logs
+        self._worker_id = worker_id  # for the log events
         # One thread per slot, so sync handlers never wait for each other.
         self._threads = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="jobqueue-handler")
         self._running: dict[int, tuple[ClaimedJob, asyncio.Task[None]]] = {}
@@ -133,9 +136,12 @@ class Executor:
 
     async def _run(self, job: ClaimedJob) -> None:
         self.signals.started.fire(job.id)
-        # Lifecycle log events (job.started, ...) are an observer's: observability/.
-        observed = self._observe_start(job) if self._observers else None
+        # job.started and the other info events are an observer's, installed only with
+        # info on (observability/lifecycle.py); the warnings are logged here.
+        # Taken first, so that an event logged here and one logged by an observer as
+        # the attempt starts agree on when it did (observers' starts take microseconds).
         started = time.monotonic()
+        observed = self._observe_start(job) if self._observers else None
         outcome: Outcome = "completed"
         error: BaseException | None = None
         try:
@@ -149,6 +155,7 @@ class Executor:
                 return
             # Otherwise only shutdown cancels a job: hand it back, the attempt not counted.
             outcome = "released"
+            lifecycle.went_wrong(job, outcome, self._worker_id, started)
             self._completer.release(job)
             raise
         except Exception as exc:
@@ -158,7 +165,7 @@ class Executor:
                 self._completer.cancel(job)
             else:
                 await self._settle(job)  # where it got to, for whoever looks
-                outcome = self._failed(job, exc)
+                outcome = self._failed(job, exc, started)
         else:
             if job.id in self._cancel_requested:  # returned after the cancel: cancelled
                 outcome = "cancelled"
@@ -255,20 +262,29 @@ class Executor:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._threads, context.run, fn, *args)
 
-    def _failed(self, job: ClaimedJob, exc: Exception) -> Outcome:
-        """Buffer the failed attempt's outcome, and say which it is."""
+    def _failed(self, job: ClaimedJob, exc: Exception, started: float) -> Outcome:
+        """Buffer the failed attempt's outcome, log it, and say which it is."""
         plain = isinstance(exc, UnknownJobType | JobTimeout | IsolatedFailure | RetryAt | Discard)
         error = (str(exc) if plain else f"{type(exc).__name__}: {exc}")[:MAX_ERROR_CHARS]
         if isinstance(exc, Discard):
             error = f"discarded: {error}"[:MAX_ERROR_CHARS]
         delay = self._retry_delay(job, exc)
-        # Logged as job.retried, job.failed or job.discarded (observability/lifecycle.py).
         trace = None if plain else "".join(traceback.format_exception(exc))[-MAX_TRACEBACK_CHARS:]
         self._completer.fail(job, error, trace, delay)
+        outcome: Outcome = (
+            "retried"
+            if delay is not None
+            else "discarded"
+            if isinstance(exc, Discard)
+            else "failed"
+        )
+        lifecycle.went_wrong(
+            job, outcome, self._worker_id, started, error=error, retry_in=delay,
+            exc=None if plain else exc,
+        )  # fmt: skip
         if delay is not None:
             self._on_retry_scheduled(delay)
-            return "retried"
-        return "discarded" if isinstance(exc, Discard) else "failed"
+        return outcome
 
     def _retry_delay(self, job: ClaimedJob, exc: Exception) -> float | None:
         """Seconds until the next attempt; None when there is none (the job fails)."""

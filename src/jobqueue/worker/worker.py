@@ -129,6 +129,7 @@ class Worker:
             progress=self.progress,
             observers=observers(settings, tasks, worker_id=self.id, job_logs=self.job_logs),
             job_logs=self.job_logs,
+            worker_id=self.id,
         )
         self.producer = Producer(
             store,
