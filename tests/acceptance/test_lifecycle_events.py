@@ -126,7 +126,10 @@ def test_a_json_log_server_prints_each_lifecycle_event_with_its_fields(
     )
     assert completed["trace_id"] == TRACE_ID
     assert all("trace_id" not in e for e in seen if e.get("job_id") != ids["traced"])
+    retried = [e for e in seen if e["event"] == "job.retried"]
+    assert [isinstance(e["retry_in_ms"], float) for e in retried] == [True, True]
     [failed] = [e for e in seen if e["event"] == "job.failed"]
+    assert "retry_in_ms" not in failed
     assert (failed["level"], failed["error"]) == ("warning", "RuntimeError: fail_test always fails")
     assert "Traceback" in failed["exception"]
     [rescued] = [e for e in seen if e["event"] == "job.rescued"]
