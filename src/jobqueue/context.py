@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
-# The per-job log of the attempt running in this context: a structlog processor that
-# keeps each line it sees (observability/joblogs.py sets it as the attempt starts).
-log_capture: ContextVar[Callable[[Any, str, Any], Any] | None] = ContextVar(
-    "jobqueue_log_capture", default=None
-)
+
+class JobLog(Protocol):
+    """Where ``ctx.log``'s lines are kept besides the worker's log (observability/joblogs.py)."""
+
+    def processor(self, job_id: int, attempt: int) -> Callable[[Any, str, Any], Any] | None:
+        """A structlog processor that keeps the lines of that attempt while it runs."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,7 @@ class JobContext:
     _report: Callable[[float | None, str | None], None] | None = field(
         default=None, repr=False, compare=False
     )
+    _job_log: JobLog | None = field(default=None, repr=False, compare=False)
 
     @property
     def cancel_requested(self) -> bool:
@@ -57,7 +59,7 @@ class JobContext:
     def log(self) -> Any:
         """A structlog logger bound with this job's id, type and attempt. Its lines are
         kept with the attempt too (per-job logs), unless JOBQUEUE_JOB_LOGS is off."""
-        capture = log_capture.get()
+        capture = None if self._job_log is None else self._job_log.processor(self.id, self.attempt)
         logger = (
             structlog.get_logger("jobqueue.job")
             if capture is None  # per-job logs off, or not in an attempt

@@ -13,8 +13,9 @@ JOB = ClaimedJob(7, "import_rows", "default", {}, 1, 3, 0, datetime.now(UTC))
 
 def capture(limit: int = 65536) -> tuple[JobLogs, Capture]:
     writer = JobLogs(None, "w", limit=limit, interval=1.0, stdlib=False)  # type: ignore[arg-type]
-    started = writer.started(JOB)
-    assert isinstance(started, Capture)
+    writer.started(JOB)
+    started = writer.processor(JOB.id, JOB.attempt)
+    assert started is not None
     return writer, started
 
 
@@ -57,8 +58,19 @@ def test_the_log_is_cut_at_the_bound_on_a_character_and_marked_once() -> None:
 def test_lines_after_the_handler_returned_are_not_its_own() -> None:
     writer, c = capture()
     c.add("during\n")
-    writing = writer.settle(JOB.id)
+    writing = writer.settle(JOB)
     assert writing is not None  # unwritten lines: there is a write to await
     writing.close()
     c.add("after\n")
     assert kept(c) == "during\n"
+    assert writer.processor(JOB.id, JOB.attempt) is None  # ctx.log keeps nothing now
+
+
+def test_only_a_running_attempt_has_a_capture_and_one_that_logs_nothing_none() -> None:
+    writer = JobLogs(None, "w", limit=100, interval=1.0, stdlib=False)  # type: ignore[arg-type]
+    assert writer.processor(JOB.id, JOB.attempt) is None  # not started
+    writer.started(JOB)
+    assert writer.processor(JOB.id, JOB.attempt + 1) is None  # another attempt
+    assert writer.settle(JOB) is None  # it logged nothing: nothing to wait for
+    writer.ended(JOB, None, "completed", 0.1, None)
+    assert writer.processor(JOB.id, JOB.attempt) is None

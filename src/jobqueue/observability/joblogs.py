@@ -1,18 +1,20 @@
 """Per-job logs: what a handler logs is kept with its attempt (``GET /jobs/{id}/attempts``,
 ``jobqueue jobs logs``).
 
-``started`` opens a capture for the attempt and puts it in a context variable, which
-``ctx.log`` reads (jobqueue.context) and, with JOBQUEUE_JOB_LOGS=all, a stdlib logging
-handler too; the variable is the attempt's own, so concurrent attempts never see each
-other's lines, and a sync handler's thread runs in a copy of it. A line costs its
-rendering and a list append; nothing is written per line. One statement appends every
-attempt's new lines, at once after a quiet spell and then at most once per
-JOBQUEUE_PROGRESS_INTERVAL, and ``settle`` writes an attempt's last lines before its
-outcome is. Writes are fenced like progress: a stale attempt's lines never land.
+``started`` notes the attempt as running. ``ctx.log`` asks the writer, through its
+JobContext, for the attempt's capture (``processor``), made on its first line; with
+JOBQUEUE_JOB_LOGS=all, ``started`` also puts the attempt in a context variable, which
+a stdlib logging handler reads: the variable is the attempt's own, so concurrent
+attempts never see each other's records, and a sync handler's thread runs in a copy
+of it. ``settle`` ends the capture before the outcome, writing its last lines: later
+ones are not kept. A line costs its rendering and a list append; nothing is written
+per line. One statement appends every attempt's new lines, at once after a quiet
+spell and then at most once per JOBQUEUE_PROGRESS_INTERVAL. Writes are fenced like
+progress: a stale attempt's lines never land.
 
 An attempt keeps at most JOBQUEUE_JOB_LOG_BYTES; the line that crosses the bound is
-cut there, and a marker line ends the log. A handler that logs nothing costs a
-context variable set and an object, nothing more.
+cut there, and a marker line ends the log. A handler that logs nothing costs two
+dictionary writes, nothing more.
 """
 
 from __future__ import annotations
@@ -24,12 +26,12 @@ import threading
 import time
 import traceback
 from collections.abc import Coroutine
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
 
-from jobqueue.context import log_capture
 from jobqueue.db.pool import log_failure
 from jobqueue.db.records import ClaimedJob, LogChunk
 from jobqueue.db.store import Store
@@ -37,6 +39,9 @@ from jobqueue.observability.attempts import Outcome
 from jobqueue.signals import Signal, Signals
 
 log = structlog.get_logger("jobqueue.joblogs")
+
+# The attempt running in this context, for the stdlib logging capture (=all only).
+current_attempt: ContextVar[ClaimedJob | None] = ContextVar("jobqueue_attempt", default=None)
 
 # What a line shows besides its event: the rest is the attempt's, already known.
 BOUND = frozenset({"job_id", "type", "attempt", "exc_info", "event"})
@@ -63,8 +68,7 @@ def now() -> str:
 
 
 class Capture:
-    """One attempt's log, as its lines arrive; from any thread. Made for every attempt,
-    most of which log nothing: the counters start as class attributes."""
+    """One attempt's log, as its lines arrive; from any thread. A structlog processor."""
 
     used = 0  # bytes kept
     truncated = False
@@ -113,10 +117,11 @@ class JobLogs:
         self._worker_id = worker_id
         self.limit = limit  # bytes per attempt
         self._interval = interval
-        self._stdlib = StdlibCapture() if stdlib else None
+        self._stdlib = StdlibCapture(self) if stdlib else None
         self._lock = threading.Lock()  # lines come from handler threads too
         self._pending: dict[int, Capture] = {}  # captures with unwritten lines
-        self._open: dict[int, Capture] = {}  # by job id, from started to settle
+        self._running: dict[int, ClaimedJob] = {}  # by job id, from started to settle
+        self._open: dict[tuple[int, int], Capture] = {}  # those that logged, by attempt
         self._loop: asyncio.AbstractEventLoop | None = None
         self._kept = asyncio.Event()
         self._writing: asyncio.Future[None] | None = None
@@ -125,9 +130,10 @@ class JobLogs:
     # -- the observer ------------------------------------------------------------
 
     def started(self, job: ClaimedJob) -> object:
-        capture = self._open[job.id] = Capture(job, self)
-        log_capture.set(capture)
-        return capture
+        self._running[job.id] = job
+        if self._stdlib is not None:
+            current_attempt.set(job)
+        return None
 
     def ended(
         self,
@@ -139,10 +145,27 @@ class JobLogs:
     ) -> None:
         # Settled already unless it was cancelled or released, when lines still
         # buffered go with the next write (the fence refuses them if the outcome won).
-        capture = self._open.get(job.id)
-        if capture is state and capture is not None:
-            del self._open[job.id]
+        self._close(job)
+
+    def processor(self, job_id: int, attempt: int) -> Capture | None:
+        """The capture of attempt ``attempt`` of job ``job_id``, made on its first line;
+        None once it has ended (or if it is not running here). From any thread."""
+        job = self._running.get(job_id)
+        if job is None or job.attempt != attempt:
+            return None
+        capture = self._open.get((job_id, attempt))
+        if capture is None:
+            with self._lock:
+                capture = self._open.setdefault((job_id, attempt), Capture(job, self))
+        return capture
+
+    def _close(self, job: ClaimedJob) -> Capture | None:
+        if self._running.get(job.id) is job:
+            del self._running[job.id]
+        capture = self._open.pop((job.id, job.attempt), None) if self._open else None
+        if capture is not None:
             capture.closed = True
+        return capture
 
     # -- the writer ---------------------------------------------------------------
 
@@ -181,15 +204,14 @@ class JobLogs:
             if self._stdlib is not None:
                 logging.getLogger().removeHandler(self._stdlib)
 
-    def settle(self, job_id: int) -> Coroutine[Any, Any, None] | None:
-        """Close ``job_id``'s log; what to await, if it has unwritten lines, to write them
+    def settle(self, job: ClaimedJob) -> Coroutine[Any, Any, None] | None:
+        """Close ``job``'s log; what to await, if it has unwritten lines, to write them
         before its outcome is written: an ended attempt shows its last lines. (Not a
         coroutine: most attempts log nothing, and need not pay for one.) Never raises."""
-        capture = self._open.pop(job_id, None)
-        if capture is None:
+        capture = self._close(job)
+        if capture is None or capture.written >= capture.added:
             return None
-        capture.closed = True
-        return self._settle(capture) if capture.written < capture.added else None
+        return self._settle(capture)
 
     async def _settle(self, capture: Capture) -> None:
         while capture.written < capture.added:
@@ -239,9 +261,14 @@ def _latest_attempts(taken: list[tuple[Capture, str, int]]) -> list[LogChunk]:
 class StdlibCapture(logging.Handler):
     """Keeps the stdlib logging records emitted in an attempt's context with it."""
 
+    def __init__(self, writer: JobLogs) -> None:
+        super().__init__()
+        self._writer = writer
+
     def emit(self, record: logging.LogRecord) -> None:
-        capture = log_capture.get()
-        if not isinstance(capture, Capture):
+        job = current_attempt.get()
+        capture = None if job is None else self._writer.processor(job.id, job.attempt)
+        if capture is None:
             return
         try:
             line = f"{now()} {record.levelname.lower()} {record.name}: {record.getMessage()}\n"

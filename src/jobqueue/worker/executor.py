@@ -181,7 +181,7 @@ class Executor:
         """Write the attempt's last progress and log lines before its outcome."""
         if self._progress is not None:
             await self._progress.settle(job.id)
-        if self._job_logs is not None and (writing := self._job_logs.settle(job.id)):
+        if self._job_logs is not None and (writing := self._job_logs.settle(job)):
             await writing
 
     def _observe_start(self, job: ClaimedJob) -> list[object]:
@@ -229,11 +229,13 @@ class Executor:
             raise Discard(str(exc)) from None
         if not task.takes_context:
             args: tuple[Any, ...] = (payload,)
-        elif task.is_async or task.isolated:  # stopped by cancellation itself
-            args = (payload, job.context(None, None if task.isolated else self._report))
+        elif task.isolated:  # stopped by cancellation itself; in a process of its own
+            args = (payload, job.context())
+        elif task.is_async:  # stopped by cancellation itself
+            args = (payload, job.context(None, self._report, self._job_logs))
         else:
             flag = self._cancel_flags[job.id] = threading.Event()
-            args = (payload, job.context(flag, self._report))
+            args = (payload, job.context(flag, self._report, self._job_logs))
         timeout = task.timeout if task.timeout is not None else self._default_timeout
         if timeout is None:  # the common case, on the hot path: no timeout context
             return await self._call(task, args)
