@@ -19,7 +19,7 @@ import asyncio
 import builtins
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -38,6 +38,7 @@ from jobqueue.db.records import JobRow
 from jobqueue.db.store import Clock, Store
 from jobqueue.enqueuer import insert, on_pool, opened
 from jobqueue.job import RETRYABLE_STATES, Attempt, Job, JobStatus, QueueInfo, WorkerInfo
+from jobqueue.observability import trace_context
 from jobqueue.retry import RetryPolicy
 from jobqueue.rows import Rows
 from jobqueue.sync_bridge import SyncBridge
@@ -250,6 +251,7 @@ class JobQueue:
             max_attempts=max_attempts,
             run_at=run_at,
             delay_seconds=delay_seconds,
+            trace=trace_context.recorded(),
         )
         job, _ = await self._insert(row, unique_key, unique_for, conn)
         if self.after_enqueue is not None and conn is None:
@@ -258,11 +260,16 @@ class JobQueue:
         return job
 
     async def enqueue_job(
-        self, spec: NewJob, *, conn: asyncpg.Connection | None = None
+        self,
+        spec: NewJob,
+        *,
+        conn: asyncpg.Connection | None = None,
+        headers: Mapping[str, str | None] | None = None,
     ) -> tuple[Job, bool]:
         """Store a job described by a validated NewJob (what POST /jobs receives); return
-        it and whether it is new (False: the holder of its unique key)."""
-        row = self._rows.row_of(spec)
+        it and whether it is new (False: the holder of its unique key). ``headers``: the
+        request's W3C trace context, recorded when no span is active."""
+        row = self._rows.row_of(spec, trace_context.recorded(headers))
         return await self._insert(row, spec.unique_key, spec.unique_for, conn)
 
     async def _insert(
@@ -308,15 +315,21 @@ class JobQueue:
                 raise ValueError(f"payloads[{i}]: {exc}") from exc
         if not encoded:
             return []
+        trace = trace_context.recorded(bulk=True)
         ids = await self._write(
-            conn, lambda store: store.enqueue_payloads(options=options, payloads=encoded)
+            conn,
+            lambda store: store.enqueue_payloads(options=options, payloads=encoded, trace=trace),
         )
         if self.after_enqueue is not None and conn is None:
             await self.after_enqueue()
         return ids
 
     async def enqueue_jobs(
-        self, specs: Sequence[NewJob], *, conn: asyncpg.Connection | None = None
+        self,
+        specs: Sequence[NewJob],
+        *,
+        conn: asyncpg.Connection | None = None,
+        headers: Mapping[str, str | None] | None = None,
     ) -> list[int]:
         """Store jobs of any types and options, all or none, in one statement. Unique
         keys are for ``enqueue`` (POST /jobs): a batch cannot say which of its jobs a
@@ -324,7 +337,8 @@ class JobQueue:
         for i, spec in enumerate(specs):
             if spec.unique_key is not None:
                 raise ValueError(f"jobs[{i}].unique_key: not supported in a batch")
-        rows = [self._rows.row_of(spec) for spec in specs]
+        trace = trace_context.recorded(headers, bulk=True)
+        rows = [self._rows.row_of(spec, trace) for spec in specs]
         if not rows:
             return []
         jobs = await self._write(conn, lambda store: store.enqueue_rows(rows=rows))
@@ -491,7 +505,7 @@ class JobQueue:
                 self.enqueue(type, payload, unique_key=unique_key, unique_for=unique_for, **options)
             )
         fields.check_options(unique_key=unique_key, unique_for=unique_for)
-        row = self._rows.row(type, payload, **options)
+        row = self._rows.row(type, payload, **options, trace=trace_context.recorded())
         store = Store(sync_executor_for(conn), self.settings.schema, self.clock)
         job, _ = run_blocking(insert(store, row, unique_key, unique_for))
         return job

@@ -146,6 +146,20 @@ def one_of(*choices: str) -> Callable[[str, str], str]:
     return parse
 
 
+def tracing_mode(name: str, raw: str) -> str:
+    import importlib.util
+
+    mode = one_of("auto", "on", "off")(name, raw)
+    if mode == "on":
+        try:
+            found = importlib.util.find_spec("opentelemetry.trace") is not None
+        except ImportError:  # no opentelemetry package at all
+            found = False
+        if not found:
+            raise ConfigError(f"{name}=on needs OpenTelemetry: pip install 'jobqueue[otel]'")
+    return mode
+
+
 def cron_entries(name: str, raw: str) -> str | None:
     from jobqueue.cron import parse_entries
 
@@ -392,6 +406,15 @@ class Settings:
         one_of("console", "json"),
         "console",
         "`console` for people, `json` (one object per line) for log collectors.",
+    )
+    tracing: str = setting(
+        "JOBQUEUE_TRACING",
+        tracing_mode,
+        "auto",
+        "An OpenTelemetry span per job attempt (`pip install 'jobqueue[otel]'`). `auto`: "
+        "when the process has a tracer provider set up as its worker starts; `on`: always, "
+        "for one set up later; `off`: never, and OpenTelemetry is never imported. A span "
+        "costs some microseconds per attempt, and its export what the exporter costs.",
     )
     migrate: bool = field(
         default=True,

@@ -78,6 +78,7 @@ class Job:
                         "message": "sent",
                         "updated_at": "2026-11-29T10:00:00.04Z",
                     },
+                    "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
                 }
             ]
         },
@@ -104,6 +105,8 @@ class Job:
     """What the handler returned (JSON), once completed; null if it returned None."""
     progress: Progress | None
     """The running attempt's last reported progress (kept when the job ends)."""
+    trace_id: str | None = None
+    """The trace its enqueuer was in (32 hex digits), if one was recorded (Tracing)."""
 
     @classmethod
     def from_record(cls, record: Any) -> Job:
@@ -117,6 +120,8 @@ class Job:
             values["result"] = json.loads(values["result"])
         if values["progress"] is not None:
             values["progress"] = Progress.from_json(values["progress"])
+        if record["trace_context"] is not None:
+            values["trace_id"] = _trace_id(record["trace_context"])
         return cls(**values)
 
 
@@ -136,7 +141,16 @@ class Progress:
         return cls(value["fraction"], value["message"], datetime.fromisoformat(value["updated_at"]))
 
 
-_JOB_COLUMNS = tuple(f.name for f in dataclasses.fields(Job))
+_JOB_COLUMNS = tuple(f.name for f in dataclasses.fields(Job) if f.name != "trace_id")
+
+
+def _trace_id(trace_context: Any) -> str | None:
+    """The trace id in a stored trace context (observability/trace_context.py), whose
+    traceparent is ``00-<trace id>-<span id>-<flags>``; None if it has none."""
+    if isinstance(trace_context, str):  # asyncpg gives jsonb as text; psycopg decodes it
+        trace_context = json.loads(trace_context)
+    parent = trace_context.get("traceparent") if isinstance(trace_context, dict) else None
+    return parent[3:35] if isinstance(parent, str) and len(parent) >= 35 else None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -36,7 +36,9 @@ class Rows:
         max_attempts: int | None,
         run_at: datetime | None,
         delay_seconds: float | None,
+        trace: str | None = None,
     ) -> JobRow:
+        """``trace``: the trace context to record (observability/trace_context.py)."""
         options = self.options(
             type,
             queue=queue,
@@ -53,9 +55,10 @@ class Rows:
             options.run_at,
             options.delay_seconds,
             self.payload(options.type, payload),
+            trace,
         )
 
-    def row_of(self, spec: NewJob) -> JobRow:
+    def row_of(self, spec: NewJob, trace: str | None = None) -> JobRow:
         """The row of a job POST /jobs described (already validated by pydantic)."""
         return self.row(
             spec.type,
@@ -65,6 +68,7 @@ class Rows:
             max_attempts=spec.max_attempts,
             run_at=spec.run_at,
             delay_seconds=spec.delay_seconds,
+            trace=trace,
         )
 
     def options(

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from jobqueue.app import JobQueue
-from jobqueue.db.sql import channel_name
+from jobqueue.db.sql import channel_name, new_jobs
 from jobqueue.worker import Worker
 
 StartWorker = Callable[..., Awaitable[Worker]]
@@ -54,7 +54,7 @@ class Notifications:
         )
 
     async def so_far(self) -> list[str]:
-        """The payloads of every NOTIFY sent before this call, not taken yet.
+        """The queues named by every NOTIFY sent before this call, not taken yet.
 
         It sends one of its own and waits for it: PostgreSQL delivers a channel's
         notifications in the order their transactions committed, so any sent before
@@ -64,7 +64,7 @@ class Notifications:
         await self._conn.execute("SELECT pg_notify($1, $2)", self._channel, marker)
         payloads = []
         while (payload := await asyncio.wait_for(self._received.get(), 10)) != marker:
-            payloads.append(payload)
+            payloads.append(new_jobs(payload)[0])
         return payloads
 
 

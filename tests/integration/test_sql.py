@@ -50,7 +50,7 @@ async def test_claim_reads_the_pending_index_not_finished_jobs(
             SELECT 'noop', 'completed', now() FROM generate_series(1, 20000)"""
     )
     await db.execute(f'ANALYZE "{schema}".jobs')
-    rows = await db.fetch("EXPLAIN " + queries(schema).claim, "default", 10, "w", 30.0, None)
+    rows = await db.fetch("EXPLAIN " + queries(schema).claim, "default", 10, "w", 30.0, *[None] * 4)
     plan = "\n".join(r[0] for r in rows)
     assert "jobs_claim_idx" in plan, plan
     assert "Seq Scan" not in plan, plan

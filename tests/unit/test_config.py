@@ -43,6 +43,7 @@ def test_fractional_retry_delay_and_queue_list() -> None:
         ("JOBQUEUE_SHUTDOWN_TIMEOUT", "nan", "JOBQUEUE_SHUTDOWN_TIMEOUT must be a number"),
         ("JOBQUEUE_QUEUES", "a b", "JOBQUEUE_QUEUES must be a comma-separated list"),
         ("JOBQUEUE_LOG_FORMAT", "xml", "JOBQUEUE_LOG_FORMAT must be one of console, json"),
+        ("JOBQUEUE_TRACING", "yes", "JOBQUEUE_TRACING must be one of auto, on, off, got 'yes'"),
     ],
 )
 def test_a_bad_value_names_the_setting(env: str, value: str, message: str) -> None:
@@ -128,3 +129,19 @@ def test_retention_settings_take_durations() -> None:
         retention("R", "soon")
     with pytest.raises(ConfigError):
         retention("R", "-1h")
+
+
+def test_tracing_on_without_opentelemetry_is_a_one_line_error() -> None:
+    """`--tracing on` where OpenTelemetry cannot be imported (hidden here) stops start-up."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['opentelemetry'] = None\n"
+        "from jobqueue.cli import main; main(['worker', '--tracing', 'on'])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "jobqueue: error: JOBQUEUE_TRACING=on needs OpenTelemetry: pip install 'jobqueue[otel]'"
+    ]

@@ -15,3 +15,31 @@ def test_a_worker_process_loads_neither_pydantic_nor_the_http_stack() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_worker_without_tracing_in_use_never_imports_opentelemetry() -> None:
+    """OpenTelemetry is installed here (the `otel` extra), yet a worker whose process has
+    not loaded it, under the default JOBQUEUE_TRACING=auto, builds its attempt observers
+    and records enqueues without importing it; JOBQUEUE_TRACING=on does import it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import importlib.metadata, sys, jobqueue, jobqueue.cli, jobqueue.worker, jobqueue.demo\n"
+        "from jobqueue.config import load\n"
+        "from jobqueue.observability import observers, trace_context\n"
+        "assert importlib.metadata.version('opentelemetry-sdk')\n"
+        "found = observers(load({'JOBQUEUE_TRACING': sys.argv[1]}), jobqueue.demo.jq.tasks)\n"
+        "recorded = trace_context.recorded()\n"
+        "print(len(found), recorded, 'opentelemetry' in sys.modules)"
+    )
+
+    def run(mode: str) -> str:
+        out = subprocess.run(
+            [sys.executable, "-c", code, mode], capture_output=True, text=True, check=True
+        )
+        return out.stdout.strip()
+
+    assert run("auto") == "0 None False"
+    assert run("off") == "0 None False"
+    assert run("on") == "1 None True"

@@ -25,6 +25,8 @@ from jobqueue.api.schemas import (
     Readiness,
     Retried,
     RetryFilter,
+    TraceParent,
+    TraceState,
 )
 from jobqueue.app import JobQueue
 from jobqueue.db.pool import is_unavailable
@@ -71,6 +73,8 @@ async def create_job(
             "request gets the job the first one stored.",
         ),
     ] = None,
+    traceparent: TraceParent = None,
+    tracestate: TraceState = None,
 ) -> Response:
     """Store a job (201, with `Location`) for a worker to run. A job whose `unique_key` (or
     `Idempotency-Key` header) is held by a pending or running job is not stored: the
@@ -87,7 +91,8 @@ async def create_job(
     problems = check(request, new, ["body"])
     if problems:
         raise HTTPException(problems_status(problems), detail=problems)
-    job, created = await jq.enqueue_job(new)
+    trace = {"traceparent": traceparent, "tracestate": tracestate}
+    job, created = await jq.enqueue_job(new, headers=trace)
     return job_response(job, 201 if created else 200, {"Location": f"/jobs/{job.id}"})
 
 
@@ -103,7 +108,12 @@ async def create_job(
         503: {"description": "Database unavailable; `stored` says whether the jobs may be stored"},
     },
 )
-async def create_jobs(request: Request, batch: Annotated[NewJobs, Body()]) -> BatchCreated:
+async def create_jobs(
+    request: Request,
+    batch: Annotated[NewJobs, Body()],
+    traceparent: TraceParent = None,
+    tracestate: TraceState = None,
+) -> BatchCreated:
     """Store up to 10,000 jobs in one statement, all or none: one invalid job is a 422
     naming it by index (`jobs.3.type`), and nothing is stored. Workers are woken once."""
     problems = [
@@ -113,7 +123,8 @@ async def create_jobs(request: Request, batch: Annotated[NewJobs, Body()]) -> Ba
     ]
     if problems:
         raise HTTPException(problems_status(problems), detail=problems)
-    ids = await jobqueue(request).enqueue_jobs(batch.jobs)
+    trace = {"traceparent": traceparent, "tracestate": tracestate}
+    ids = await jobqueue(request).enqueue_jobs(batch.jobs, headers=trace)
     return BatchCreated(ids=ids, count=len(ids))
 
 

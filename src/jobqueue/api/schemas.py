@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import Path
+from fastapi import Header, Path
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from jobqueue import fields
@@ -19,6 +19,24 @@ MAX_BATCH_JOBS = 10_000
 JobId = Annotated[int, Path(ge=1, le=2**63 - 1, description="The job's id.")]
 QueueName = Annotated[
     str, Path(pattern=fields.QUEUE_PATTERN, description="The queue's name.", examples=["mail"])
+]
+
+# -- headers ------------------------------------------------------------------------
+
+TraceParent = Annotated[
+    str | None,
+    Header(
+        description="W3C Trace Context: recorded with the job, so that the worker's span "
+        "continues the caller's trace (its `trace_id`). A malformed value is ignored.",
+        examples=["00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"],
+    ),
+]
+TraceState = Annotated[
+    str | None,
+    Header(
+        description="W3C Trace Context vendor data, kept with `traceparent`.",
+        examples=["congo=t61rcWkgMzE"],
+    ),
 ]
 
 # -- request bodies -----------------------------------------------------------------

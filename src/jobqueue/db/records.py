@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from jobqueue.context import JobContext, JobLog
 
@@ -31,6 +31,16 @@ class JobRow(JobOptions):
     connection has no jsonb codec, so the text is what every connection kind takes)."""
 
     payload: str
+    # The trace context to record, as JSON text (observability/trace_context.py); None: none.
+    trace: str | None = None
+
+
+class ClaimKey(NamedTuple):
+    """A job's place in the claim order: best priority (lowest) first, then earliest due."""
+
+    priority: int
+    run_at: datetime
+    id: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +81,10 @@ class ClaimedJob:
             self.id, self.type, self.queue, self.attempt, self.max_attempts, cancel, on_progress,
             job_log,
         )  # fmt: skip
+
+    @property
+    def key(self) -> ClaimKey:
+        return ClaimKey(self.priority, self.run_at, self.id)
 
     @property
     def attempts_left(self) -> bool:

@@ -15,8 +15,20 @@ from importlib import resources
 
 
 def channel_name(schema: str) -> str:
-    """The NOTIFY channel that announces new jobs; its payload is the queue name."""
+    """The NOTIFY channel that announces pending jobs; ``new_jobs`` reads its payload."""
     return f"{schema}_jobs"
+
+
+def new_jobs(payload: str) -> tuple[str, int | None]:
+    """The queue a pending-jobs NOTIFY names, and when its earliest job fell due, in
+    microseconds since the epoch (None: anywhere). The payload is "<microseconds>
+    <queue>" or "* <queue>" (migration 0011); a bare queue name is taken as "*"."""
+    head, space, queue = payload.partition(" ")
+    if space and head == "*":
+        return queue, None
+    if space and head.lstrip("-").isdigit():
+        return queue, int(head)
+    return payload, None
 
 
 def cancel_channel_name(schema: str) -> str:

@@ -31,6 +31,7 @@ import asyncpg
 from jobqueue.db.records import (
     Cancelled,
     ClaimedJob,
+    ClaimKey,
     Failure,
     JobOptions,
     JobRow,
@@ -124,7 +125,7 @@ class Store:
     # -- enqueueing --------------------------------------------------------------
 
     async def enqueue(self, *, row: JobRow) -> Job:
-        record = await self.db.fetchrow(self._q.enqueue, *_values(row), self.clock.now())
+        record = await self.db.fetchrow(self._q.enqueue, *_values(row), self.clock.now(), row.trace)
         return Job.from_record(record)
 
     async def enqueue_rows(self, *, rows: Sequence[JobRow]) -> list[Job]:
@@ -139,17 +140,22 @@ class Store:
             [r.run_at for r in rows],
             [r.delay_seconds for r in rows],
         ]
+        traces = [r.trace for r in rows]
         return [
-            Job.from_record(r) for r in await self.db.fetch(self._q.enqueue_rows, *columns, now)
+            Job.from_record(r)
+            for r in await self.db.fetch(self._q.enqueue_rows, *columns, now, traces)
         ]
 
-    async def enqueue_payloads(self, *, options: JobOptions, payloads: Sequence[str]) -> list[int]:
-        """One job per payload (JSON text), all with the same options; their ids in order."""
+    async def enqueue_payloads(
+        self, *, options: JobOptions, payloads: Sequence[str], trace: str | None = None
+    ) -> list[int]:
+        """One job per payload (JSON text), all with the same options and trace context
+        (JSON text, or None); their ids in order."""
         o = options
         records = await self.db.fetch(
             self._q.enqueue_payloads,
             o.type, o.queue, list(payloads), o.priority, o.max_attempts, o.run_at,
-            o.delay_seconds, self.clock.now(),
+            o.delay_seconds, self.clock.now(), trace,
         )  # fmt: skip
         return [r[0] for r in records]
 
@@ -158,8 +164,9 @@ class Store:
     ) -> Job | None:
         """The job, stored if ``unique_key`` is free (None: it is held)."""
         record = await self.db.fetchrow(
-            self._q.enqueue_unique, *_values(row), unique_key, hold_seconds, self.clock.now()
-        )
+            self._q.enqueue_unique, *_values(row), unique_key, hold_seconds, self.clock.now(),
+            row.trace,
+        )  # fmt: skip
         return None if record is None else Job.from_record(record)
 
     async def unique_holder(self, *, unique_key: str) -> Job | None:
@@ -169,10 +176,19 @@ class Store:
     # -- a worker's claims and fenced writes ----------------------------------------
 
     async def claim(
-        self, *, queue: str, limit: int, worker_id: str, lease_seconds: float
+        self,
+        *,
+        queue: str,
+        limit: int,
+        worker_id: str,
+        lease_seconds: float,
+        resume_at: ClaimKey | None = None,
     ) -> list[ClaimedJob]:
+        """Claim up to ``limit`` due jobs of ``queue``, best first. ``resume_at``: where
+        this worker's last claim of the queue ended, to scan from there (claim.sql)."""
+        at = resume_at or (None, None, None)
         rows = await self.db.fetch(
-            self._q.claim, queue, limit, worker_id, lease_seconds, self.clock.now()
+            self._q.claim, queue, limit, worker_id, lease_seconds, self.clock.now(), *at
         )
         return [ClaimedJob.from_record(row) for row in rows]
 
@@ -298,9 +314,10 @@ class Store:
 
     async def priority_age(self, *, step_seconds: float, limit: int) -> int:
         """Move up to ``limit`` waiting jobs up a priority step; return how many."""
-        return _count(
-            await self.db.execute(self._q.priority_age, step_seconds, limit, self.clock.now())
+        aged: int = await self.db.fetchval(
+            self._q.priority_age, step_seconds, limit, self.clock.now()
         )
+        return aged
 
     async def retention_delete(
         self, *, statuses: Sequence[str], older_than_seconds: float, limit: int

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobqueue import logs
 from jobqueue.config import Settings
+from jobqueue.observability import trace_context
 from jobqueue.observability.attempts import AttemptObserver, Outcome
 
 if TYPE_CHECKING:
@@ -33,6 +34,13 @@ def observers(
     """The attempt observers ``settings`` turn on, for worker ``worker_id`` running
     ``tasks``; ``job_logs``: its per-job log writer, if it has one."""
     found: list[AttemptObserver] = []
+    # Tracing first: its span is current, and its ids bound, when the others log.
+    if settings.tracing == "on" or (settings.tracing == "auto" and trace_context.imported()):
+        from jobqueue.observability import tracing
+
+        traced = tracing.observer(settings.tracing)
+        if traced is not None:
+            found.append(traced)
     if logs.enabled("info"):  # off, a worker pays nothing for job.started and the like
         from jobqueue.observability.lifecycle import Lifecycle
 

@@ -30,11 +30,14 @@ from jobqueue.observability.attempts import Outcome
 log = structlog.get_logger("jobqueue.lifecycle")
 
 
-def trace_id(trace: dict[str, str] | None) -> str | None:
-    """The trace id of a W3C ``traceparent`` (``00-<32 hex>-<16 hex>-<2 hex>``), or None."""
-    if not trace:
+def trace_id(trace: Any) -> str | None:
+    """The trace id of a recorded trace context's W3C ``traceparent``
+    (``00-<32 hex>-<16 hex>-<2 hex>``), or None. A job enqueued in bulk is linked to it,
+    its attempts traces of their own (observability/tracing.py): none for those."""
+    parent = trace.get("traceparent") if isinstance(trace, dict) else None
+    if not isinstance(parent, str) or trace.get("relation") == "link":
         return None
-    parts = trace.get("traceparent", "").split("-")
+    parts = parent.split("-")
     if len(parts) < 4 or len(parts[1]) != 32 or parts[1] == "0" * 32:
         return None
     try:

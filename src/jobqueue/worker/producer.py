@@ -5,17 +5,27 @@ interval passes (the fallback that also finds scheduled and retried jobs).
 
 A queue with a limit (``mail=10``) never has more than that many jobs running in
 this process; the others share whatever slots are free.
+
+Each claim of a queue resumes where the last one ended (claim.sql says why: a held
+xmin would otherwise make every claim walk every job claimed since). The NOTIFYs
+say when a job was queued behind that point, and the producer then looks from the
+start; it also does whenever the listener is not in place, and every
+FULL_SCAN_SECONDS in any case.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 import structlog
 
 from jobqueue.db.pool import log_failure, resend_unsent
+from jobqueue.db.records import ClaimKey
+from jobqueue.db.sql import new_jobs
 from jobqueue.db.store import Store
 from jobqueue.signals import Signal, Signals
 from jobqueue.worker.executor import Executor
@@ -23,6 +33,16 @@ from jobqueue.worker.executor import Executor
 log = structlog.get_logger("jobqueue.producer")
 
 RETRY_WAKE_MARGIN = 0.05
+
+# A claim looks from the start at least this often, whatever the NOTIFYs said: the
+# bound on how late a job made pending by a path that sends none (an operator's own
+# UPDATE) starts while the queue is busy. A look from the start costs one walk over
+# the dead index entries a held xmin keeps (tens of ms after minutes of one), so
+# shorter bounds that lateness at the cost of more such walks.
+FULL_SCAN_SECONDS = 30.0
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 
 @dataclass
@@ -43,7 +63,10 @@ class Producer:
         lease_seconds: float,
         poll_interval: float,
         claim_batch: int = 500,
+        notified_reliably: Callable[[], bool] = lambda: False,
     ) -> None:
+        """``notified_reliably``: True while every NOTIFY reaches this producer (the
+        listener is in place); only then may a claim resume where the last ended."""
         self._store = store
         self._executor = executor
         self.queues = tuple(queues)
@@ -52,6 +75,11 @@ class Producer:
         self._lease_seconds = lease_seconds
         self._poll_interval = poll_interval
         self._claim_batch = claim_batch
+        self._notified_reliably = notified_reliably
+        # Per queue: the last claim's end, and its run_at in microseconds (as NOTIFYs say).
+        self._resume: dict[str, tuple[ClaimKey, int]] = {}
+        self._resets = 0  # how many NOTIFYs sent claims back to the start
+        self._full_scan_at = time.monotonic()
         self._wake = asyncio.Event()
         self._stopping = False
         self._turn = 0
@@ -59,8 +87,22 @@ class Producer:
         self.claimed = 0
         self.signals = ProducerSignals()
 
-    def wake(self, queue: str | None = None) -> None:
-        if queue is None or queue in self.queues:
+    def wake(self) -> None:
+        self._wake.set()
+
+    def notified(self, payload: str | None) -> None:
+        """A NOTIFY of pending jobs (None: the listener is back, jobs of any queue may be)."""
+        if payload is None:
+            self._resume.clear()
+            self._resets += 1
+            self._wake.set()
+            return
+        queue, first_due = new_jobs(payload)
+        if queue in self.queues:
+            resume = self._resume.get(queue)
+            if resume is not None and (first_due is None or first_due <= resume[1]):
+                del self._resume[queue]  # queued behind where the claims resume
+                self._resets += 1
             self._wake.set()
 
     def wake_after(self, seconds: float) -> None:
@@ -122,6 +164,10 @@ class Producer:
         (a task of asyncpg's, a turn of the event loop) is not on the path to their start.
         """
         more = False
+        resume = self._resume
+        if not self._notified_reliably() or time.monotonic() >= self._full_scan_at:
+            resume.clear()
+            self._full_scan_at = time.monotonic() + FULL_SCAN_SECONDS
         # Start from a different queue each time so no queue starves the others.
         self._turn = (self._turn + 1) % len(self.queues)
         async with self._store.connection() as store:
@@ -133,12 +179,20 @@ class Producer:
                 wanted = free if limit is None else min(free, limit - running)
                 if wanted <= 0:
                     continue  # at its limit: a finishing job of this queue wakes us
+                resume_at = resume.get(queue)
+                resets = self._resets
                 jobs = await store.claim(
                     queue=queue,
                     limit=wanted,
                     worker_id=self._worker_id,
                     lease_seconds=self._lease_seconds,
+                    resume_at=None if resume_at is None else resume_at[0],
                 )
+                # A NOTIFY during the claim may have sent this queue back to the start,
+                # for a job that the claim did not see: keep that.
+                if jobs and resets == self._resets:
+                    last = max(job.key for job in jobs)
+                    resume[queue] = (last, (last.run_at - _EPOCH) // _MICROSECOND)
                 self.claims += 1
                 self.claimed += len(jobs)
                 for job in jobs:

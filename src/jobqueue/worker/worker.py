@@ -139,12 +139,13 @@ class Worker:
             worker_id=self.id,
             lease_seconds=settings.lease_seconds,
             poll_interval=settings.poll_interval,
+            notified_reliably=lambda: self.listener.healthy,
         )
         self.listener = Listener(
             dsn,
             store,
             store.channel,
-            self.producer.wake,
+            self.producer.notified,
             cancel_channel=store.cancel_channel,
             on_cancel=self.executor.cancel,
         )

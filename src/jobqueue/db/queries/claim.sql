@@ -3,16 +3,39 @@
 -- "id = ANY(ARRAY(...))" keeps the update on primary-key lookups: a join with the
 -- CTE can be planned as a hash join over the whole table, whose cost grows with
 -- every finished job kept.
+--
+-- $6, $7, $8: the (priority, run_at, id) where this worker's last claim of the
+-- queue ended, or NULLs to look from the start. Every claimed job leaves a dead
+-- entry at the front of the claim index, and while a long transaction holds back
+-- the xmin nothing can remove them: a scan from the start walks each one and its
+-- heap tuple, every claim. So the scan resumes at that point ("after"), and
+-- "better" still reads every priority ahead of it, where a job can appear at any
+-- time (a new one, a retry or a scheduled one falling due). Behind the point, at
+-- its priority, a pending job can appear only through a path that says so by
+-- NOTIFY (migration 0011), and the worker then looks from the start again.
 -- $5 is "now": NULL for the database's clock, a time for a test's (db/store.py).
-WITH due AS (
+WITH better AS (
     SELECT id
     FROM {schema}.jobs
     WHERE status = 'pending' AND queue = $1 AND run_at <= COALESCE($5::timestamptz, now())
+      AND priority < $6::integer
       -- A paused queue starts nothing (evaluated once per claim, not per row).
       AND NOT EXISTS (SELECT 1 FROM {schema}.queues AS q
                       WHERE q.name = $1 AND q.paused_at IS NOT NULL)
     ORDER BY priority, run_at, id
     LIMIT $2
+    FOR UPDATE SKIP LOCKED
+), after AS (
+    SELECT id
+    FROM {schema}.jobs
+    WHERE status = 'pending' AND queue = $1 AND run_at <= COALESCE($5::timestamptz, now())
+      AND (priority, run_at, id) >= (COALESCE($6::integer, (-2147483648)::integer),
+                                     COALESCE($7::timestamptz, '-infinity'),
+                                     COALESCE($8::bigint, 0))
+      AND NOT EXISTS (SELECT 1 FROM {schema}.queues AS q
+                      WHERE q.name = $1 AND q.paused_at IS NOT NULL)
+    ORDER BY priority, run_at, id
+    LIMIT $2 - (SELECT count(*) FROM better)
     FOR UPDATE SKIP LOCKED
 )
 UPDATE {schema}.jobs AS j
@@ -23,6 +46,6 @@ SET status = 'running',
     started_at = COALESCE($5::timestamptz, now()),
     updated_at = COALESCE($5::timestamptz, now()),
     progress = NULL  -- progress belongs to an attempt
-WHERE j.id = ANY(ARRAY(SELECT id FROM due))
+WHERE j.id = ANY(ARRAY(SELECT id FROM better UNION ALL SELECT id FROM after))
 RETURNING j.id, j.type, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
           j.trace_context

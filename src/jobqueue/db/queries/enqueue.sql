@@ -1,6 +1,8 @@
 -- $6 is an absolute run_at, $7 a delay in seconds; the delay is added to the
 -- database's clock so that hosts with skewed clocks agree.
 -- $8 is "now": NULL for the database's clock, a time for a test's (db/store.py).
-INSERT INTO {schema}.jobs (type, queue, payload, priority, max_attempts, run_at)
-VALUES ($1, $2, $3, $4, $5, COALESCE($6, COALESCE($8::timestamptz, now()) + make_interval(secs => COALESCE($7::float8, 0))))
+-- $9 is the enqueuer's trace context (JSON), or NULL.
+INSERT INTO {schema}.jobs (type, queue, payload, priority, max_attempts, run_at, trace_context)
+VALUES ($1, $2, $3, $4, $5, COALESCE($6, COALESCE($8::timestamptz, now()) + make_interval(secs => COALESCE($7::float8, 0))),
+        $9::jsonb)
 RETURNING *

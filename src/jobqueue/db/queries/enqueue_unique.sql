@@ -6,6 +6,7 @@
 -- wastes that id, nothing else. Concurrent enqueues with one key queue on its row,
 -- and each re-reads held_until after the one before it committed.
 -- $10 is "now": NULL for the database's clock, a time for a test's (db/store.py).
+-- $11 is the enqueuer's trace context (JSON), or NULL.
 WITH new_job AS (
     SELECT nextval(pg_get_serial_sequence('{schema}.jobs', 'id')) AS id
 ), key AS (
@@ -18,9 +19,10 @@ WITH new_job AS (
     RETURNING job_id
 )
 INSERT INTO {schema}.jobs
-    (id, type, queue, payload, priority, max_attempts, run_at, unique_key)
+    (id, type, queue, payload, priority, max_attempts, run_at, unique_key, trace_context)
 OVERRIDING SYSTEM VALUE
 SELECT key.job_id, $1, $2, $3::jsonb, $4, $5,
-       COALESCE($6, COALESCE($10::timestamptz, now()) + make_interval(secs => COALESCE($7::float8, 0))), $8
+       COALESCE($6, COALESCE($10::timestamptz, now()) + make_interval(secs => COALESCE($7::float8, 0))), $8,
+       $11::jsonb
 FROM key
 RETURNING *

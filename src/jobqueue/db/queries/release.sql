@@ -2,6 +2,7 @@
 -- interrupted attempt is not counted (a job asked to stop ends cancelled instead).
 -- $1: the job ids; $2: {"<id>": attempt, ...}. Fenced like complete.sql. The NOTIFY wakes the other workers so that they take
 -- the jobs over at once.
+-- The NOTIFY says "* <queue>": the workers look for its jobs from the start (migration 0011).
 -- $4 is "now": NULL for the database's clock, a time for a test's (db/store.py).
 WITH released AS (
     UPDATE {schema}.jobs AS j
@@ -18,4 +19,4 @@ WITH released AS (
       AND j.attempts = ($2::jsonb ->> j.id::text)::integer
     RETURNING j.id, j.queue
 )
-SELECT id, pg_notify({channel}, queue) FROM released
+SELECT id, pg_notify({channel}, '* ' || queue) FROM released

@@ -2,6 +2,7 @@
 -- again while attempts are left, the lost attempt counted (and recorded in the
 -- attempt history), else failed; cancelled if it had been asked to stop. Clearing worker_id fences the lost worker out: its
 -- late writes change nothing.
+-- The NOTIFY says "* <queue>": the workers look for its jobs from the start (migration 0011).
 -- $2 is "now": NULL for the database's clock, a time for a test's (db/store.py).
 WITH expired AS (
     SELECT id, worker_id
@@ -28,6 +29,6 @@ WITH expired AS (
     SELECT r.id, r.attempts, e.worker_id, r.last_error, r.started_at
     FROM rescued AS r JOIN expired AS e USING (id)
 )
-SELECT id, status, attempts, max_attempts, queue, pg_notify({channel}, queue) AS notified,
+SELECT id, status, attempts, max_attempts, queue, pg_notify({channel}, '* ' || queue) AS notified,
        CASE WHEN status <> 'pending' THEN pg_notify({done_channel}, id::text) END AS ended
 FROM rescued

@@ -7,6 +7,7 @@
 -- The NOTIFY wakes the workers; PostgreSQL delivers one per queue, however many
 -- rows ask for it.
 -- $8 is "now": NULL for the database's clock, a time for a test's (db/store.py).
+-- The NOTIFY says "* <queue>": the workers look for its jobs from the start (migration 0011).
 WITH picked AS (
     SELECT id
     FROM {schema}.jobs
@@ -32,4 +33,4 @@ WITH picked AS (
     WHERE id = ANY(ARRAY(SELECT id FROM picked))
     RETURNING id, queue
 )
-SELECT id, pg_notify({channel}, queue) AS notified FROM retried
+SELECT id, pg_notify({channel}, '* ' || queue) AS notified FROM retried
