@@ -345,7 +345,11 @@ async def _drain(adapter: Adapter, args: argparse.Namespace) -> dict[str, Any]:
         tempfile.TemporaryDirectory(prefix="jqbench-") as tmp,
         WorkerPool(args.processes, worker_args, Path(tmp)) as pool,
     ):
+        # CPU from readiness on: the drain's, without the start-up's imports.
+        await pool.wait_ready(READY_TIMEOUT_S)
+        cpu_ready = pool.cpu_seconds()
         ended = await wait_until(_negate(adapter.has_unfinished), timeout=args.timeout, pool=pool)
+        cpu_drain = pool.cpu_seconds() - cpu_ready
         firsts = [marks.first for marks in pool.marks() if marks.first is not None]
     if not firsts:
         raise RuntimeError("no worker recorded a job start")
@@ -357,6 +361,8 @@ async def _drain(adapter: Adapter, args: argparse.Namespace) -> dict[str, Any]:
         "processes": args.processes,
         "concurrency": adapter.describe_concurrency(args.concurrency),
         "worker_rss_mib": pool.peak_rss_mib(),
+        # Worker CPU (user + system) per job, from the workers' readiness to the end.
+        "worker_cpu_us_per_job": round(cpu_drain / args.n * 1e6, 2),
         # How far apart the workers began: start-up skew is inside the measured time.
         "first_start_spread_s": round(max(firsts) - min(firsts), 4),
     }
@@ -594,6 +600,15 @@ class WorkerPool:
                 kib = _vm_hwm_kib(process.pid)
                 if kib is not None:
                     self._peak_kib[process.pid] = max(kib, self._peak_kib.get(process.pid, 0))
+
+    def cpu_seconds(self) -> float:
+        """User and system CPU the live workers have used so far."""
+        total = 0
+        for process in self._processes:
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])
+        return total / os.sysconf("SC_CLK_TCK")
 
     def peak_rss_mib(self) -> float | None:
         if not self._peak_kib:

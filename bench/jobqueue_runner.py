@@ -10,6 +10,10 @@ is one commit, so one WAL flush, and the disk sets the pace).
 queues (two of them capped, `mail=400` and `reports=200`) and ten priorities, with
 priority aging on. The variable JQBENCH_MIXED carries it to the worker processes.
 
+`drain_metrics` is `drain` with Prometheus metrics on, as in a worker with
+JOBQUEUE_METRICS_PORT (without serving the port: nothing scrapes); JQBENCH_METRICS
+carries it to the worker processes.
+
 `pressure` offers jobs at a fixed rate (`--rate`, 200 jobs/s) to one worker process,
 and for `--hold` seconds (120) of it keeps another session idle in a transaction,
 holding back the cluster's xmin, as a forgotten `BEGIN` or a long report does: no
@@ -37,7 +41,7 @@ import asyncpg
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness
 
-from jobqueue import logs
+from jobqueue import logs, observability
 from jobqueue.app import JobQueue
 from jobqueue.config import Settings
 from jobqueue.db.migrate import migrate
@@ -45,6 +49,7 @@ from jobqueue.worker import Worker
 
 SCHEMA = "jobqueue"
 MIXED = os.environ.get("JQBENCH_MIXED") == "1"
+METRICS = os.environ.get("JQBENCH_METRICS") == "1"
 MIXED_QUEUES = ("default", "mail=400", "reports=200", "bulk")
 
 
@@ -146,12 +151,20 @@ class JobqueueAdapter(harness.Adapter):
         async def bench(payload: dict[str, Any]) -> None:
             on_job(payload.get("seq"))
 
+        metrics = observability.start_metrics(settings, jq.tasks, http=True) if METRICS else None
         worker = Worker(await jq.pool(), jq.dsn, settings, jq.tasks)
         await worker.start()
+        if metrics is not None:
+            metrics.watch(await jq.pool(), worker, None)
         await worker.listener.listening.wait()
         ready()
         await stop.wait()
         await worker.stop(asyncio.Event())
+        if metrics is not None:
+            await metrics.stop()
+            counted = sum(s.value for f in metrics.registry.collect() for s in f.samples
+                          if s.name == "jobqueue_jobs_finished_total")  # fmt: skip
+            harness.log(f"metrics on: {counted:g} attempts counted")
         await jq.close()
 
 
@@ -309,6 +322,10 @@ if __name__ == "__main__":
         args = harness.parse_args(["enqueue_bulk", *sys.argv[2:]])
         harness.emit(asyncio.run(raw_copy(args.dsn, args.n, args.batch)))
         sys.exit(0)
+    if sys.argv[1:2] == ["drain_metrics"]:
+        os.environ["JQBENCH_METRICS"] = "1"
+        METRICS = True
+        sys.argv[1] = "drain"
     if sys.argv[1:2] == ["drain_mixed"]:
         os.environ["JQBENCH_MIXED"] = "1"
         MIXED = True

@@ -65,6 +65,9 @@ def workloads(scale: float) -> list[Workload]:
         Workload("raw_copy", "raw_copy", ("--n", n(50_000), "--batch", "1000"), "rate",
                  "jobs/s", jobqueue_only=True),
         Workload("drain_1proc", "drain", ("--n", n(50_000), "--processes", "1"), "rate", "jobs/s"),
+        # drain_1proc with Prometheus metrics on, run right after it in every round.
+        Workload("drain_1proc_metrics", "drain_metrics", ("--n", n(50_000), "--processes", "1"),
+                 "rate", "jobs/s", jobqueue_only=True),
         Workload("drain_2proc", "drain", ("--n", n(50_000), "--processes", "2"), "rate", "jobs/s"),
         Workload("cpu_1proc", "drain", ("--n", n(20_000), "--processes", "1", "--cpu-ms", "1"),
                  "rate", "jobs/s"),
@@ -219,7 +222,17 @@ def measure(
         for name, done in results[w.key].items():
             summarize(figures[name], w, done)
             per_run[name][w.key] = [r[w.result] for r in done]
+    metrics_cost(figures["jobqueue"], per_run["jobqueue"])
     return {"systems": figures, "runs": per_run}
+
+
+def metrics_cost(figures: dict[str, Any], runs: dict[str, list[Any]]) -> None:
+    """drain_1proc_metrics / drain_1proc, the median of the rounds' ratios: each round
+    runs the two one after the other, so a noisy minute hits both."""
+    if "drain_1proc" in runs and "drain_1proc_metrics" in runs:
+        ratios = [on / off for on, off in zip(runs["drain_1proc_metrics"], runs["drain_1proc"],
+                                              strict=True)]  # fmt: skip
+        figures["drain_1proc_metrics_ratio"] = round(statistics.median(ratios), 3)
 
 
 def summarize(figures: dict[str, Any], w: Workload, results: list[dict[str, Any]]) -> None:
@@ -235,6 +248,8 @@ def summarize(figures: dict[str, Any], w: Workload, results: list[dict[str, Any]
         figures[w.key] = {p: median_of(results, p) for p in ("p50_ms", "p95_ms", "p99_ms")}
     else:
         figures[w.key] = median_of(results, w.result)
+    if "worker_cpu_us_per_job" in results[0]:
+        figures[f"{w.key}_cpu_us_per_job"] = median_of(results, "worker_cpu_us_per_job")
     if w.command == "drain" and "concurrency" in results[0]:
         figures[f"{w.key}_concurrency"] = results[0]["concurrency"]
         figures["drain_rss_mib"] = max(
@@ -371,7 +386,7 @@ def table(figures: dict[str, Any]) -> str:
     rows = [header]
     for key in keys:
         values = [systems[n].get(key) for n in names]
-        if key.startswith(LOWER_IS_BETTER):
+        if key.startswith(LOWER_IS_BETTER) or key.endswith("_cpu_us_per_job"):
             ratios = [ratio(v, values[0]) for v in values[1:]]
         else:
             ratios = [ratio(values[0], v) for v in values[1:]]

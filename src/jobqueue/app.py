@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import asyncpg
 
-from jobqueue import config, control, fields
+from jobqueue import config, control, fields, observability
 from jobqueue.config import Settings
 from jobqueue.database import Database
 from jobqueue.db.connections import (
@@ -281,8 +281,14 @@ class JobQueue:
     ) -> tuple[Job, bool]:
         if conn is None and unique_key is None:  # shared with concurrent calls
             resources = await opened(self._database.resources())
-            return await resources.enqueuer.insert(row), True
-        return await self._write(conn, lambda store: insert(store, row, unique_key, unique_for))
+            job, created = await resources.enqueuer.insert(row), True
+        else:
+            job, created = await self._write(
+                conn, lambda store: insert(store, row, unique_key, unique_for)
+            )
+        if created:
+            observability.enqueued([row])
+        return job, created
 
     async def enqueue_many(
         self,
@@ -320,6 +326,7 @@ class JobQueue:
             conn,
             lambda store: store.enqueue_payloads(options=options, payloads=encoded, trace=trace),
         )
+        observability.enqueued([options], len(ids))
         if self.after_enqueue is not None and conn is None:
             await self.after_enqueue()
         return ids
@@ -342,6 +349,7 @@ class JobQueue:
         if not rows:
             return []
         jobs = await self._write(conn, lambda store: store.enqueue_rows(rows=rows))
+        observability.enqueued(rows)
         return [job.id for job in jobs]
 
     async def _write(self, conn: AppConnection | None, write: Callable[[Store], Awaitable[T]]) -> T:

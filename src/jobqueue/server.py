@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from jobqueue import observability
 from jobqueue.app import JobQueue
 from jobqueue.db.pool import is_unavailable
 from jobqueue.worker import Worker
@@ -85,6 +86,7 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
     install_signal_handlers(stop, force)
 
     sock = listen_socket(settings.host, settings.port) if roles.api else None
+    metrics = observability.start_metrics(settings, jq.tasks, http=roles.api)
     dsn = jq.dsn
     if not await wait_for_database(jq, stop):
         return 0  # stopped before the database could be reached
@@ -93,6 +95,8 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
         worker = Worker(pool, dsn, settings, jq.tasks, clock=jq.clock) if roles.worker else None
         if worker is not None:
             await worker.start()
+        if metrics is not None:
+            metrics.watch(pool, worker, jq.clock)
         http: HttpServer | None = None
         http_task = None
         if sock is not None:
@@ -109,6 +113,7 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
                     if listener is None
                     else ("listening" if listener.healthy else "down; polling")
                 ),
+                metrics=metrics,
             )
             http = HttpServer(app, grace_seconds=HTTP_GRACE_SECONDS)
             http_task = asyncio.create_task(http.serve(sockets=[sock]), name="http")
@@ -123,6 +128,8 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
             http.force_exit = force.is_set()
             await http_task
     finally:
+        if metrics is not None:
+            await metrics.stop()
         await jq.close()
         if sock is not None:
             sock.close()

@@ -37,7 +37,16 @@ def run(settings: Settings, processes: int) -> int:
     try:
         if settings.migrate:
             migrate_when_reachable(dsn, settings.schema)
-        return Supervisor(child_environment(settings, dsn), processes).run()
+        env = child_environment(settings, dsn)
+        if settings.metrics == "on" and settings.metrics_port is not None:
+            from jobqueue.observability.metrics import ChildrenMetrics
+
+            metrics = ChildrenMetrics(settings)
+            try:
+                return Supervisor(metrics.environment(env), processes, metrics.exited).run()
+            finally:
+                metrics.close()
+        return Supervisor(env, processes).run()
     finally:
         if embedded is not None:
             embedded.stop()
@@ -85,9 +94,16 @@ def child_environment(settings: Settings, dsn: str) -> dict[str, str]:
 
 
 class Supervisor:
-    def __init__(self, env: dict[str, str], processes: int) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        processes: int,
+        on_exit: Callable[[int], None] = lambda pid: None,
+    ) -> None:
+        """``on_exit``: told the pid of each worker process that ended."""
         self._env = env
         self._processes = processes
+        self._on_exit = on_exit
         self._children: list[subprocess.Popen[bytes]] = []
         self._signals: list[int] = []
 
@@ -129,6 +145,7 @@ class Supervisor:
     def _restart_dead(self) -> None:
         for i, child in enumerate(self._children):
             if child.poll() is not None:
+                self._on_exit(child.pid)
                 log.warning(
                     f"Worker process {child.pid} exited with code {child.returncode}; "
                     f"starting another in {RESTART_DELAY_SECONDS:g}s"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 
@@ -12,15 +13,20 @@ from jobqueue.api.limits import BodyLimit
 from jobqueue.api.routes import router
 from jobqueue.app import JobQueue
 
+if TYPE_CHECKING:
+    from jobqueue.observability.metrics import ProcessMetrics
+
 
 def create_app(
     jq: JobQueue,
     *,
     check_types: bool = True,
     listener_health: Callable[[], str | None] = lambda: None,
+    metrics: ProcessMetrics | None = None,
 ) -> FastAPI:
     """``check_types``: refuse job types with no registered handler (off for `jobqueue api`
-    alone, which does not know the workers' handlers)."""
+    alone, which does not know the workers' handlers). ``metrics``: what GET /metrics
+    serves, and counts the requests (None: metrics are off, /metrics is a 404)."""
     app = FastAPI(
         title="jobqueue",
         summary="A background job service on PostgreSQL.",
@@ -29,10 +35,15 @@ def create_app(
     app.state.jobqueue = jq
     app.state.check_types = check_types
     app.state.listener_health = listener_health
+    app.state.metrics = metrics
     # Set when the server begins to stop: long-polls answer at once instead of
     # holding the shutdown up.
     app.state.stopping = asyncio.Event()
     app.include_router(router)
     errors.install(app)
     app.add_middleware(BodyLimit, max_request_bytes=jq.settings.max_request_bytes)
+    if metrics is not None:  # outermost: it sees every answer, a 413 included
+        from jobqueue.observability.metrics import RequestMetrics
+
+        app.add_middleware(RequestMetrics, metrics=metrics.metrics)
     return app

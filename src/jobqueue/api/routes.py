@@ -374,3 +374,25 @@ async def readyz(request: Request) -> Response:
         body = Readiness(status="unavailable", database="unreachable", listener=listener)
         return JSONResponse(body.model_dump(), status_code=503)
     return JSONResponse(Readiness(status="ready", database="ok", listener=listener).model_dump())
+
+
+@router.get(
+    "/metrics",
+    summary="Prometheus metrics",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "The Prometheus text exposition format (see docs/observability.md)",
+            "content": {"text/plain": {}},
+        },
+        404: {"description": "Metrics are off (JOBQUEUE_METRICS=off)"},
+    },
+)
+async def metrics(request: Request) -> Response:
+    """This process's metrics: its jobs, attempts, claims, pool and HTTP requests, and
+    the queue gauges if it holds the maintenance lead."""
+    exporter = request.app.state.metrics
+    if exporter is None:
+        raise HTTPException(404, detail="metrics are off (JOBQUEUE_METRICS=off)")
+    body, content_type = exporter.exposition()
+    return Response(body, media_type=content_type)

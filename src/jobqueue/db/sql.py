@@ -75,6 +75,7 @@ class Queries:
     get_job: str
     job_attempts: str
     job_log_append: str
+    job_labels: str
     jobs_changed_since: str
     jobs_due_or_running: str
     heartbeat: str
@@ -101,6 +102,7 @@ class Queries:
     unique_holder: str
     unique_keys_expire: str
     worker_unregister: str
+    workers_alive: str
     workers_list: str
     workers_prune: str
 

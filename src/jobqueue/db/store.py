@@ -295,6 +295,11 @@ class Store:
         rows = await self.db.fetch(self._q.workers_prune, silent_seconds, self.clock.now())
         return [row["id"] for row in rows]
 
+    async def workers_alive(self, *, within_seconds: float) -> int:
+        """How many workers heartbeated within the last ``within_seconds``."""
+        alive: int = await self.db.fetchval(self._q.workers_alive, within_seconds, self.clock.now())
+        return alive
+
     # -- the leader's work ----------------------------------------------------------------
 
     async def leader_elect(self, *, role: str, leader_id: str, term_seconds: float) -> bool:
@@ -359,6 +364,11 @@ class Store:
     async def jobs_changed_since(self, *, since: datetime) -> list[Job]:
         records = await self.db.fetch(self._q.jobs_changed_since, since)
         return [Job.from_record(r) for r in records]
+
+    async def job_labels(self, *, job_ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+        """Each job's queue and type, by id (jobs no longer stored are missing)."""
+        rows = await self.db.fetch(self._q.job_labels, list(job_ids))
+        return {r["id"]: (r["queue"], r["type"]) for r in rows}
 
     async def jobs_due_or_running(self) -> bool:
         return bool(await self.db.fetchval(self._q.jobs_due_or_running, self.clock.now()))

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 import structlog
 
+from jobqueue import observability
 from jobqueue.cron import Schedule
 from jobqueue.db.records import JobRow
 from jobqueue.db.store import Store
@@ -66,6 +67,7 @@ class Scheduler:
             )
             if job is not None:
                 created += 1
+                observability.enqueued([row])
                 log.info(
                     f"Cron tick {tick.isoformat()} of {schedule.type} enqueued as job {job.id}",
                     job_id=job.id,

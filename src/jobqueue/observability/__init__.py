@@ -4,24 +4,52 @@ Each is an attempt observer (``attempts.AttemptObserver``) that the executor cal
 at the start and the end of every attempt, and that lives in a module of its own
 here. ``observers()`` builds the ones the settings turn on; a module whose feature is
 off is never imported, so a worker pays nothing, in time or memory, for what it
-does not use.
+does not use. Metrics are the exception: they count every attempt of every job, so
+they read the executor's log of ended attempts in bulk rather than observe each
+(``metrics.AttemptLog``), and are started by the process that exports them
+(``start_metrics``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jobqueue import logs
 from jobqueue.config import Settings
+from jobqueue.db.records import JobOptions
 from jobqueue.observability import trace_context
 from jobqueue.observability.attempts import AttemptObserver, Outcome
 
 if TYPE_CHECKING:
     from jobqueue.db.store import Store
     from jobqueue.observability.joblogs import JobLogs
+    from jobqueue.observability.metrics import ProcessMetrics
 
-__all__ = ["AttemptObserver", "Outcome", "job_logs", "observers"]
+__all__ = ["AttemptObserver", "Outcome", "enqueued", "job_logs", "observers", "start_metrics"]
+
+# This process's metrics, once it exports them (start_metrics); None: it counts nothing.
+_metrics: ProcessMetrics | None = None
+
+
+def start_metrics(
+    settings: Settings, tasks: Mapping[str, Any], *, http: bool
+) -> ProcessMetrics | None:
+    """The metrics of a jobqueue process, if it exports them: on its HTTP API (``http``),
+    on JOBQUEUE_METRICS_PORT, or through the supervisor of ``--processes N`` (which
+    hands its children PROMETHEUS_MULTIPROC_DIR). None: metrics are off here."""
+    global _metrics
+    exported = (
+        http or settings.metrics_port is not None or os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    )
+    if settings.metrics != "on" or not exported:
+        return None
+    if _metrics is None:
+        from jobqueue.observability.metrics import ProcessMetrics
+
+        _metrics = ProcessMetrics(settings, tasks)
+    return _metrics
 
 
 def observers(
@@ -63,3 +91,9 @@ def job_logs(settings: Settings, store: Store, worker_id: str) -> JobLogs | None
         interval=settings.progress_interval,
         stdlib=settings.job_logs == "all",
     )
+
+
+def enqueued(rows: Sequence[JobOptions], count: int = 1) -> None:
+    """Jobs were stored: ``count`` of each of ``rows``' type and queue."""
+    if _metrics is not None:
+        _metrics.enqueued(rows, count)

@@ -83,6 +83,10 @@ class Executor:
         self._observers = tuple(observers)
         self._job_logs = job_logs
         self._worker_id = worker_id  # for the log events
+        # Set by the metrics (observability/metrics.py), which add it up in bulk: one
+        # extend per attempt costs a fraction of an observer's calls. Six items per
+        # attempt: queue, type, run_at, outcome, monotonic start and end (no job kept).
+        self.attempt_log: list[Any] | None = None
         # One thread per slot, so sync handlers never wait for each other.
         self._threads = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="jobqueue-handler")
         self._running: dict[int, tuple[ClaimedJob, asyncio.Task[None]]] = {}
@@ -175,6 +179,10 @@ class Executor:
         finally:
             if observed is not None:
                 self._observe_end(job, observed, outcome, time.monotonic() - started, error)
+            if self.attempt_log is not None:
+                self.attempt_log.extend(
+                    (job.queue, job.type, job.run_at, outcome, started, time.monotonic())
+                )
             self._finished(job)
 
     async def _settle(self, job: ClaimedJob) -> None:

@@ -85,6 +85,7 @@ class Producer:
         self._turn = 0
         self.claims = 0  # statements run, for the stop log line
         self.claimed = 0
+        self.on_claim: Callable[[float], None] = lambda seconds: None  # a claim's time
         self.signals = ProducerSignals()
 
     def wake(self) -> None:
@@ -181,6 +182,7 @@ class Producer:
                     continue  # at its limit: a finishing job of this queue wakes us
                 resume_at = resume.get(queue)
                 resets = self._resets
+                started = time.perf_counter()
                 jobs = await store.claim(
                     queue=queue,
                     limit=wanted,
@@ -188,6 +190,7 @@ class Producer:
                     lease_seconds=self._lease_seconds,
                     resume_at=None if resume_at is None else resume_at[0],
                 )
+                self.on_claim(time.perf_counter() - started)
                 # A NOTIFY during the claim may have sent this queue back to the start,
                 # for a job that the claim did not see: keep that.
                 if jobs and resets == self._resets:
