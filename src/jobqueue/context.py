@@ -14,7 +14,7 @@ A handler that takes a second parameter receives it:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -22,11 +22,12 @@ import structlog
 
 
 class JobLog(Protocol):
-    """Where ``ctx.log``'s lines are kept besides the worker's log (observability/joblogs.py)."""
+    """Where ``ctx.log``'s lines are kept besides the worker's log: a structlog
+    processor, closed once the attempt has ended (observability/joblogs.py)."""
 
-    def processor(self, job_id: int, attempt: int) -> Callable[[Any, str, Any], Any] | None:
-        """A structlog processor that keeps the lines of that attempt while it runs."""
-        ...
+    closed: bool
+
+    def __call__(self, logger: Any, method: str, event: MutableMapping[str, Any]) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +60,10 @@ class JobContext:
     def log(self) -> Any:
         """A structlog logger bound with this job's id, type and attempt. Its lines are
         kept with the attempt too (per-job logs), unless JOBQUEUE_JOB_LOGS is off."""
-        capture = None if self._job_log is None else self._job_log.processor(self.id, self.attempt)
+        capture = self._job_log
         logger = (
             structlog.get_logger("jobqueue.job")
-            if capture is None  # per-job logs off, or not in an attempt
+            if capture is None or capture.closed  # per-job logs off, or the attempt over
             else structlog.wrap_logger(
                 None,
                 processors=[capture, *structlog.get_config()["processors"]],

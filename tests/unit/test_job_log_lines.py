@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,10 +14,7 @@ JOB = ClaimedJob(7, "import_rows", "default", {}, 1, 3, 0, datetime.now(UTC))
 
 def capture(limit: int = 65536) -> tuple[JobLogs, Capture]:
     writer = JobLogs(None, "w", limit=limit, interval=1.0, stdlib=False)  # type: ignore[arg-type]
-    writer.started(JOB)
-    started = writer.processor(JOB.id, JOB.attempt)
-    assert started is not None
-    return writer, started
+    return writer, writer.attempt(JOB)
 
 
 def kept(c: Capture) -> str:
@@ -63,14 +61,15 @@ def test_lines_after_the_handler_returned_are_not_its_own() -> None:
     writing.close()
     c.add("after\n")
     assert kept(c) == "during\n"
-    assert writer.processor(JOB.id, JOB.attempt) is None  # ctx.log keeps nothing now
+    assert c.closed  # ctx.log keeps nothing now
 
 
-def test_only_a_running_attempt_has_a_capture_and_one_that_logs_nothing_none() -> None:
-    writer = JobLogs(None, "w", limit=100, interval=1.0, stdlib=False)  # type: ignore[arg-type]
-    assert writer.processor(JOB.id, JOB.attempt) is None  # not started
-    writer.started(JOB)
-    assert writer.processor(JOB.id, JOB.attempt + 1) is None  # another attempt
-    assert writer.settle(JOB) is None  # it logged nothing: nothing to wait for
-    writer.ended(JOB, None, "completed", 0.1, None)
-    assert writer.processor(JOB.id, JOB.attempt) is None
+def test_each_attempt_has_its_own_capture_and_one_that_logs_nothing_costs_no_write() -> None:
+    writer, first = capture()
+    assert writer.attempt(JOB) is first
+    retry = dataclasses.replace(JOB, attempt=2)
+    second = writer.attempt(retry)
+    assert second is not first
+    assert writer.forget(JOB) is None  # not the attempt held any more
+    assert writer.settle(retry) is None  # it logged nothing: nothing to wait for
+    assert second.closed

@@ -73,7 +73,7 @@ def observers(
         from jobqueue.observability.lifecycle import Lifecycle
 
         found.append(Lifecycle(worker_id))
-    if job_logs is not None:
+    if job_logs is not None and job_logs.stdlib:  # ctx.log alone needs no observer
         found.append(job_logs)
     return found
 

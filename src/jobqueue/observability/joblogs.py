@@ -1,20 +1,20 @@
 """Per-job logs: what a handler logs is kept with its attempt (``GET /jobs/{id}/attempts``,
 ``jobqueue jobs logs``).
 
-``started`` notes the attempt as running. ``ctx.log`` asks the writer, through its
-JobContext, for the attempt's capture (``processor``), made on its first line; with
-JOBQUEUE_JOB_LOGS=all, ``started`` also puts the attempt in a context variable, which
-a stdlib logging handler reads: the variable is the attempt's own, so concurrent
-attempts never see each other's records, and a sync handler's thread runs in a copy
-of it. ``settle`` ends the capture before the outcome, writing its last lines: later
-ones are not kept. A line costs its rendering and a list append; nothing is written
-per line. One statement appends every attempt's new lines, at once after a quiet
-spell and then at most once per JOBQUEUE_PROGRESS_INTERVAL. Writes are fenced like
-progress: a stale attempt's lines never land.
+The executor makes an attempt's capture (``attempt``) with its handler's context,
+whose ``ctx.log`` hands each line to it: only a handler that takes a context has a
+``ctx.log``, so no other pays for one. With JOBQUEUE_JOB_LOGS=all the writer is also
+an attempt observer: ``started`` makes the capture for every attempt and puts it in
+a context variable, which a stdlib logging handler reads; the variable is the
+attempt's own, so concurrent attempts never see each other's records, and a sync
+handler's thread runs in a copy of it. ``settle`` closes the capture before the
+outcome is written, writing its last lines: later ones are not kept.
 
-An attempt keeps at most JOBQUEUE_JOB_LOG_BYTES; the line that crosses the bound is
-cut there, and a marker line ends the log. A handler that logs nothing costs two
-dictionary writes, nothing more.
+A line costs its rendering and a list append; nothing is written per line. One
+statement appends every attempt's new lines, at once after a quiet spell and then at
+most once per JOBQUEUE_PROGRESS_INTERVAL. Writes are fenced like progress: a stale
+attempt's lines never land. An attempt keeps at most JOBQUEUE_JOB_LOG_BYTES; the line
+that crosses the bound is cut there, and a marker line ends the log.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import re
 import threading
 import time
 import traceback
-from collections.abc import Coroutine
+from collections.abc import Coroutine, MutableMapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,8 +40,8 @@ from jobqueue.signals import Signal, Signals
 
 log = structlog.get_logger("jobqueue.joblogs")
 
-# The attempt running in this context, for the stdlib logging capture (=all only).
-current_attempt: ContextVar[ClaimedJob | None] = ContextVar("jobqueue_attempt", default=None)
+# The capture of the attempt running in this context, for stdlib logging (=all only).
+current_capture: ContextVar[Capture | None] = ContextVar("jobqueue_capture", default=None)
 
 # What a line shows besides its event: the rest is the attempt's, already known.
 BOUND = frozenset({"job_id", "type", "attempt", "exc_info", "event"})
@@ -81,7 +81,7 @@ class Capture:
         self.job = job
         self._writer = writer
 
-    def __call__(self, logger: Any, method: str, event: dict[str, Any]) -> dict[str, Any]:
+    def __call__(self, logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:
         """A structlog processor: keep the line, pass the event on unchanged."""
         extra = " ".join(f"{k}={_value(v)}" for k, v in event.items() if k not in BOUND)
         line = f"{now()} {method} {event.get('event', '')}{' ' if extra else ''}{extra}\n"
@@ -117,22 +117,50 @@ class JobLogs:
         self._worker_id = worker_id
         self.limit = limit  # bytes per attempt
         self._interval = interval
-        self._stdlib = StdlibCapture(self) if stdlib else None
+        self._stdlib = StdlibCapture() if stdlib else None
         self._lock = threading.Lock()  # lines come from handler threads too
         self._pending: dict[int, Capture] = {}  # captures with unwritten lines
-        self._running: dict[int, ClaimedJob] = {}  # by job id, from started to settle
-        self._open: dict[tuple[int, int], Capture] = {}  # those that logged, by attempt
+        self._open: dict[int, Capture] = {}  # by job id, until settled
         self._loop: asyncio.AbstractEventLoop | None = None
         self._kept = asyncio.Event()
         self._writing: asyncio.Future[None] | None = None
         self.signals = JobLogSignals()
 
-    # -- the observer ------------------------------------------------------------
+    @property
+    def stdlib(self) -> bool:
+        """Whether stdlib logging records are kept too (JOBQUEUE_JOB_LOGS=all)."""
+        return self._stdlib is not None
+
+    def attempt(self, job: ClaimedJob) -> Capture:
+        """``job``'s capture, made on first use: what its ``ctx.log`` hands lines to."""
+        capture = self._open.get(job.id)
+        if capture is None or capture.job is not job:
+            capture = self._open[job.id] = Capture(job, self)
+        return capture
+
+    def settle(self, job: ClaimedJob) -> Coroutine[Any, Any, None] | None:
+        """Close ``job``'s log; what to await, if it has unwritten lines, to write them
+        before its outcome is written: an ended attempt shows its last lines. (Not a
+        coroutine: most attempts log nothing, and need not pay for one.) Never raises."""
+        capture = self.forget(job)
+        if capture is None or capture.written >= capture.added:
+            return None
+        return self._settle(capture)
+
+    def forget(self, job: ClaimedJob) -> Capture | None:
+        """Close ``job``'s log, its lines still unwritten left to the next write (where
+        the fence refuses them if the outcome was written first)."""
+        capture = self._open.get(job.id) if self._open else None
+        if capture is None or capture.job is not job:
+            return None
+        del self._open[job.id]
+        capture.closed = True
+        return capture
+
+    # -- the observer, with JOBQUEUE_JOB_LOGS=all -----------------------------------
 
     def started(self, job: ClaimedJob) -> object:
-        self._running[job.id] = job
-        if self._stdlib is not None:
-            current_attempt.set(job)
+        current_capture.set(self.attempt(job))
         return None
 
     def ended(
@@ -143,29 +171,7 @@ class JobLogs:
         seconds: float,
         error: BaseException | None,
     ) -> None:
-        # Settled already unless it was cancelled or released, when lines still
-        # buffered go with the next write (the fence refuses them if the outcome won).
-        self._close(job)
-
-    def processor(self, job_id: int, attempt: int) -> Capture | None:
-        """The capture of attempt ``attempt`` of job ``job_id``, made on its first line;
-        None once it has ended (or if it is not running here). From any thread."""
-        job = self._running.get(job_id)
-        if job is None or job.attempt != attempt:
-            return None
-        capture = self._open.get((job_id, attempt))
-        if capture is None:
-            with self._lock:
-                capture = self._open.setdefault((job_id, attempt), Capture(job, self))
-        return capture
-
-    def _close(self, job: ClaimedJob) -> Capture | None:
-        if self._running.get(job.id) is job:
-            del self._running[job.id]
-        capture = self._open.pop((job.id, job.attempt), None) if self._open else None
-        if capture is not None:
-            capture.closed = True
-        return capture
+        pass  # the executor settles or forgets every attempt's log
 
     # -- the writer ---------------------------------------------------------------
 
@@ -203,15 +209,6 @@ class JobLogs:
         finally:
             if self._stdlib is not None:
                 logging.getLogger().removeHandler(self._stdlib)
-
-    def settle(self, job: ClaimedJob) -> Coroutine[Any, Any, None] | None:
-        """Close ``job``'s log; what to await, if it has unwritten lines, to write them
-        before its outcome is written: an ended attempt shows its last lines. (Not a
-        coroutine: most attempts log nothing, and need not pay for one.) Never raises."""
-        capture = self._close(job)
-        if capture is None or capture.written >= capture.added:
-            return None
-        return self._settle(capture)
 
     async def _settle(self, capture: Capture) -> None:
         while capture.written < capture.added:
@@ -261,13 +258,8 @@ def _latest_attempts(taken: list[tuple[Capture, str, int]]) -> list[LogChunk]:
 class StdlibCapture(logging.Handler):
     """Keeps the stdlib logging records emitted in an attempt's context with it."""
 
-    def __init__(self, writer: JobLogs) -> None:
-        super().__init__()
-        self._writer = writer
-
     def emit(self, record: logging.LogRecord) -> None:
-        job = current_attempt.get()
-        capture = None if job is None else self._writer.processor(job.id, job.attempt)
+        capture = current_capture.get()
         if capture is None:
             return
         try:

@@ -31,6 +31,7 @@ from jobqueue.worker.isolation import IsolatedFailure, run_isolated
 from jobqueue.worker.progress import ProgressWriter
 
 if TYPE_CHECKING:
+    from jobqueue.context import JobLog
     from jobqueue.observability.joblogs import JobLogs
 
 log = structlog.get_logger("jobqueue.executor")
@@ -141,7 +142,9 @@ class Executor:
     async def _run(self, job: ClaimedJob) -> None:
         self.signals.started.fire(job.id)
         # job.started and the other info events are an observer's, installed only with
-        # info on (observability/lifecycle.py); the warnings are logged here.
+        # info on (observability/lifecycle.py); the warnings are logged here. Per-job
+        # logs are no observer either, unless they capture stdlib logging: ctx.log's
+        # capture is made with the handler's context (_job_log), settled below.
         # Taken first, so that an event logged here and one logged by an observer as
         # the attempt starts agree on when it did (observers' starts take microseconds).
         started = time.monotonic()
@@ -150,7 +153,10 @@ class Executor:
         error: BaseException | None = None
         try:
             result = await self._invoke(job)
-            await self._settle(job)
+            if self._progress is not None:
+                await self._progress.settle(job.id)
+            if self._job_logs is not None and (writing := self._job_logs.settle(job)):
+                await writing
         except asyncio.CancelledError as exc:
             error = exc
             if job.id in self._cancel_requested:
@@ -168,7 +174,10 @@ class Executor:
                 outcome = "cancelled"
                 self._completer.cancel(job)
             else:
-                await self._settle(job)  # where it got to, for whoever looks
+                if self._progress is not None:  # where it got to, for whoever looks
+                    await self._progress.settle(job.id)
+                if self._job_logs is not None and (writing := self._job_logs.settle(job)):
+                    await writing
                 outcome = self._failed(job, exc, started)
         else:
             if job.id in self._cancel_requested:  # returned after the cancel: cancelled
@@ -184,13 +193,6 @@ class Executor:
                     (job.queue, job.type, job.run_at, outcome, started, time.monotonic())
                 )
             self._finished(job)
-
-    async def _settle(self, job: ClaimedJob) -> None:
-        """Write the attempt's last progress and log lines before its outcome."""
-        if self._progress is not None:
-            await self._progress.settle(job.id)
-        if self._job_logs is not None and (writing := self._job_logs.settle(job)):
-            await writing
 
     def _observe_start(self, job: ClaimedJob) -> list[object]:
         states: list[object] = []
@@ -218,6 +220,8 @@ class Executor:
 
     def _finished(self, job: ClaimedJob) -> None:
         del self._running[job.id]
+        if self._job_logs is not None:  # settled already, unless cancelled or released
+            self._job_logs.forget(job)
         self._per_queue[job.queue] -= 1
         if self._cancel_requested:
             self._cancel_requested.discard(job.id)
@@ -240,10 +244,10 @@ class Executor:
         elif task.isolated:  # stopped by cancellation itself; in a process of its own
             args = (payload, job.context())
         elif task.is_async:  # stopped by cancellation itself
-            args = (payload, job.context(None, self._report, self._job_logs))
+            args = (payload, job.context(None, self._report, self._job_log(job)))
         else:
             flag = self._cancel_flags[job.id] = threading.Event()
-            args = (payload, job.context(flag, self._report, self._job_logs))
+            args = (payload, job.context(flag, self._report, self._job_log(job)))
         timeout = task.timeout if task.timeout is not None else self._default_timeout
         if timeout is None:  # the common case, on the hot path: no timeout context
             return await self._call(task, args)
@@ -255,6 +259,11 @@ class Executor:
             if deadline.expired():  # ours, not a TimeoutError the handler raised
                 raise JobTimeout(f"job exceeded its timeout of {timeout:g}s") from None
             raise
+
+    def _job_log(self, job: ClaimedJob) -> JobLog | None:
+        """Where ``ctx.log`` keeps this attempt's lines: made only for a handler that
+        takes a context, the only kind that has a ``ctx.log``."""
+        return None if self._job_logs is None else self._job_logs.attempt(job)
 
     async def _call(self, task: Task[Any, Any], args: tuple[Any, ...]) -> str | None:
         if task.isolated:
