@@ -198,6 +198,18 @@ class Process:
 Spawn = Callable[..., Process]
 
 
+def jobqueue(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``jobqueue ARGS`` run to its end, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "jobqueue", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 @pytest.fixture
 def spawn(tmp_path: Path) -> Iterator[Spawn]:
     """Start subprocesses (jobqueue's, unless ``module`` says otherwise); any still

@@ -400,7 +400,8 @@ class JobQueue:
         )
 
     async def attempts(self, job_id: int) -> builtins.list[Attempt]:
-        """The job's failed attempts, oldest first: error, traceback, worker, timing."""
+        """The job's attempts, oldest first: every failed one (error, traceback, worker,
+        timing) and any other that logged, each with what its handler logged (``log``)."""
         return await (await self.store()).job_attempts(job_id=job_id)
 
     async def workers(self) -> builtins.list[WorkerInfo]:

@@ -375,7 +375,25 @@ class Settings:
         1.0,
         "Least time between two progress writes of one running job; reports in between "
         "are merged, the latest kept. Shorter shows fresher progress for one UPDATE "
-        "per job per interval.",
+        "per job per interval. Also paces the writes of per-job logs.",
+    )
+    job_logs: str = setting(
+        "JOBQUEUE_JOB_LOGS",
+        one_of("ctx", "all", "off"),
+        "ctx",
+        "Per-job logs: `ctx` keeps what handlers write through `ctx.log` with their "
+        "attempt; `all` also keeps the stdlib `logging` records emitted while a handler "
+        "runs (a library's lines too, more to store); `off` keeps none. A handler that "
+        "logs nothing costs nothing either way; one that logs costs one write per "
+        "JOBQUEUE_PROGRESS_INTERVAL for all running jobs, plus one as its attempt ends.",
+    )
+    job_log_bytes: int = setting(
+        "JOBQUEUE_JOB_LOG_BYTES",
+        positive_int,
+        64 * 1024,
+        "Most bytes of log kept per attempt; the rest is dropped and a truncation marker "
+        "line ends the log. Larger keeps more of a chatty handler's log, in a table row "
+        "per attempt.",
     )
     max_request_bytes: int = setting(
         "JOBQUEUE_MAX_REQUEST_BYTES",

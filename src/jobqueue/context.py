@@ -14,11 +14,20 @@ A handler that takes a second parameter receives it:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
+
+
+class JobLog(Protocol):
+    """Where ``ctx.log``'s lines are kept besides the worker's log: a structlog
+    processor, closed once the attempt has ended (observability/joblogs.py)."""
+
+    closed: bool
+
+    def __call__(self, logger: Any, method: str, event: MutableMapping[str, Any]) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +41,7 @@ class JobContext:
     _report: Callable[[float | None, str | None], None] | None = field(
         default=None, repr=False, compare=False
     )
+    _job_log: JobLog | None = field(default=None, repr=False, compare=False)
 
     @property
     def cancel_requested(self) -> bool:
@@ -48,10 +58,19 @@ class JobContext:
 
     @property
     def log(self) -> Any:
-        """A structlog logger bound with this job's id, type and attempt."""
-        return structlog.get_logger("jobqueue.job").bind(
-            job_id=self.id, type=self.type, attempt=self.attempt
+        """A structlog logger bound with this job's id, type and attempt. Its lines are
+        kept with the attempt too (per-job logs), unless JOBQUEUE_JOB_LOGS is off."""
+        capture = self._job_log
+        logger = (
+            structlog.get_logger("jobqueue.job")
+            if capture is None or capture.closed  # per-job logs off, or the attempt over
+            else structlog.wrap_logger(
+                None,
+                processors=[capture, *structlog.get_config()["processors"]],
+                logger_factory_args=("jobqueue.job",),
+            )
         )
+        return logger.bind(job_id=self.id, type=self.type, attempt=self.attempt)
 
     def progress(self, fraction: float | None = None, message: str | None = None) -> None:
         """Report how far this attempt has got: ``fraction`` from 0 to 1 and/or a short

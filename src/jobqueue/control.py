@@ -8,6 +8,7 @@ from datetime import datetime
 
 from jobqueue.db.store import Store
 from jobqueue.job import FINAL_STATES, RETRYABLE_STATES, Job, JobNotFound, JobStateError, JobStatus
+from jobqueue.observability import lifecycle
 
 # Jobs per statement of a bulk retry or cancel: each batch locks this many rows, briefly.
 BATCH = 1000
@@ -57,10 +58,12 @@ async def retry_many(
 async def cancel(store: Store, job_id: int) -> Job:
     """See JobQueue.cancel."""
     async with store.transaction() as tx:
-        await tx.cancel_jobs(job_id=job_id, limit=1)
+        cancelled = await tx.cancel_jobs(job_id=job_id, limit=1)
         job = await tx.get_job(job_id=job_id)
     if job is None:
         raise JobNotFound(job_id)
+    if cancelled and cancelled[0].status == JobStatus.CANCELLED:
+        lifecycle.cancelled_pending(job.id, type=job.type, queue=job.queue)
     if job.status in FINAL_STATES and not (
         job.status == JobStatus.CANCELLED and job.cancel_requested_at is not None
     ):
@@ -75,5 +78,7 @@ async def cancel_many(store: Store, *, type: str | None, queue: str | None) -> d
         jobs = await store.cancel_jobs(type=type, queue=queue, limit=BATCH)
         for job in jobs:
             counts["cancelled" if job.status == "cancelled" else "requested"] += 1
+            if job.status == "cancelled":
+                lifecycle.cancelled_pending(job.id)
         if len(jobs) < BATCH:
             return counts

@@ -5,20 +5,17 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import structlog
-
 from jobqueue.app import JobQueue
 from jobqueue.context import JobContext
-
-log = structlog.get_logger("jobqueue.demo")
 
 jq = JobQueue()
 
 
 @jq.task("send_email")
-async def send_email(payload: dict[str, Any]) -> dict[str, Any]:
-    """Simulated: logs the message it would send; its result names the recipient."""
-    log.info("Sending email (simulated)", to=payload.get("to"), subject=payload.get("subject"))
+async def send_email(payload: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
+    """Simulated: logs the message it would send (kept as the job's log too); its result
+    names the recipient."""
+    ctx.log.info("Sending email (simulated)", to=payload.get("to"), subject=payload.get("subject"))
     await asyncio.sleep(0.01)
     return {"sent_to": payload.get("to")}
 

@@ -186,7 +186,8 @@ class WorkerInfo:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Attempt:
-    """One failed attempt of a job, from its attempt history."""
+    """One attempt of a job, from its attempt history: every failed one, and any other
+    (completed, running, cancelled) that logged something."""
 
     __pydantic_config__: ClassVar[dict[str, Any]] = {
         "json_schema_extra": {
@@ -199,6 +200,8 @@ class Attempt:
                     "started_at": "2026-11-29T10:00:00Z",
                     "finished_at": "2026-11-29T10:00:30Z",
                     "seconds": 30.0,
+                    "log": "2026-11-29T10:00:01.250Z info connecting host=smtp.example.com\n",
+                    "log_truncated": False,
                 }
             ]
         }
@@ -206,12 +209,19 @@ class Attempt:
 
     attempt: int
     worker_id: str | None
-    error: str
+    error: str | None
+    """Why it failed; null for an attempt that did not fail."""
     traceback: str | None
     started_at: datetime | None
-    finished_at: datetime
+    finished_at: datetime | None
+    """Null while the attempt runs."""
     seconds: float | None
     """How long the attempt ran, from its claim to its recorded end."""
+    log: str | None = None
+    """What the handler logged (``ctx.log``), one line each; null if nothing was written.
+    See the job logs page of the docs."""
+    log_truncated: bool = False
+    """The log reached JOBQUEUE_JOB_LOG_BYTES and ends with a truncation marker line."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -6,28 +6,15 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import subprocess
-import sys
 
 import asyncpg
 import pytest
 
 from jobqueue.app import JobQueue
 from jobqueue.db.sql import migrations
-from tests.conftest import Spawn, dead_letters
+from tests.conftest import Spawn, dead_letters, jobqueue
 
 pytestmark = pytest.mark.anyio
-
-
-def jobqueue(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "jobqueue", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 def test_migrate_applies_the_schema_once(env: dict[str, str]) -> None:

@@ -130,7 +130,8 @@ def test_the_worker_span_continues_the_trace_of_the_code_that_enqueued_the_job(
     enqueuer_span = trace.format_span_id(checkout.get_span_context().span_id)
     assert get(settings, job.id).trace_id == enqueuer_trace
 
-    spans = worker_spans(trace_file, has("charge card"))
+    # The attempt's span ends after its child, once the attempt's log is written.
+    spans = worker_spans(trace_file, has("process traced"))
     [process] = named(spans, "process traced")
     assert ids(process)[0] == enqueuer_trace
     assert parent(process) == enqueuer_span
@@ -326,7 +327,8 @@ def test_a_server_with_an_sdk_puts_the_job_under_the_request_in_the_callers_trac
     job = httpx.post(f"{base}/jobs", json={"type": "traced"}, headers={"traceparent": TRACEPARENT})
     assert job.json()["trace_id"] == HEADER_TRACE
 
-    spans = worker_spans(trace_file, has("charge card"))
+    # The attempt's span ends after its child, once the attempt's log is written.
+    spans = worker_spans(trace_file, has("process traced"))
     [process] = named(spans, "process traced")
     assert ids(process)[0] == HEADER_TRACE
     by_id = {ids(s)[1]: s for s in spans}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -19,6 +20,7 @@ def wait_status(base: str, job_id: int, status: str, timeout: float = 20) -> dic
 
 def test_seed_walkthrough(env: dict[str, str], spawn: Spawn) -> None:
     env["RETRY_DELAY_SECONDS"] = "0.3"
+    env["JOBQUEUE_LOG_FORMAT"] = "json"
     server = spawn(["serve"], env)
     base = f"http://127.0.0.1:{env['PORT']}"
     server.wait_http(base)
@@ -47,8 +49,23 @@ def test_seed_walkthrough(env: dict[str, str], spawn: Spawn) -> None:
     assert server.stop() == 0
     out = server.output
     n = failing["id"]
-    for attempt in (1, 2, 3):
-        assert f"Processing job {n}, attempt {attempt}/3" in out
-        assert f"Job {n} failed on attempt {attempt}" in out
-    assert out.index(f"Job {n} failed on attempt 1") < out.index(f"Processing job {n}, attempt 2/3")
-    assert f"Processing job {email['id']}, attempt 1/3" in out
+    events = [(e["event"], e.get("attempt")) for e in lifecycle_events(out, n)]
+    assert events == [
+        ("job.started", 1), ("job.retried", 1), ("job.started", 2), ("job.retried", 2),
+        ("job.started", 3), ("job.failed", 3),
+    ]  # fmt: skip
+    assert [e["event"] for e in lifecycle_events(out, email["id"])] == [
+        "job.started",
+        "job.completed",
+    ]
+
+
+def lifecycle_events(output: str, job_id: int) -> list[dict[str, object]]:
+    """The job.* events of one job in a JSON-log process's output, in order."""
+    events = []
+    for line in output.splitlines():
+        if line.startswith("{"):
+            event = json.loads(line)
+            if str(event.get("event", "")).startswith("job.") and event.get("job_id") == job_id:
+                events.append(event)
+    return events

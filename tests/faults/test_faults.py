@@ -115,7 +115,7 @@ def test_kill_9_loop_loses_no_job_and_runs_no_attempt_twice(
     rescued = {
         int(m)
         for w in spawned_logs(workers)
-        for m in re.findall(r"Job (\d+) rescued: worker lost", w)
+        for m in re.findall(r"error='worker lost \(lease expired\)' job_id=(\d+)", w)
     }
     again = {job for job, n in runs.items() if n > 1}
     assert again <= rescued, sorted(again - rescued)[:10]
@@ -372,7 +372,7 @@ def test_graceful_then_forced_with_50_jobs_in_flight(
     worker.wait_for_output("worker started")
     asyncio.run(fill([1.0] * 25 + [60.0] * 25))
     deadline = time.monotonic() + 20
-    while worker.output.count("Processing job") < 50:
+    while worker.output.count("job.started") < 50:
         assert time.monotonic() < deadline, worker.output[-2000:]
         time.sleep(0.05)
     worker.popen.send_signal(signal.SIGTERM)
@@ -384,7 +384,7 @@ def test_graceful_then_forced_with_50_jobs_in_flight(
     # Forced: a second SIGTERM ends the grace period at once; nothing is lost.
     forced = spawn(["worker", "--shutdown-timeout", "60"], env, name="forced")
     deadline = time.monotonic() + 20
-    while forced.output.count("Processing job") < 25:
+    while forced.output.count("job.started") < 25:
         assert time.monotonic() < deadline, forced.output[-2000:]
         time.sleep(0.05)
     forced.popen.send_signal(signal.SIGTERM)

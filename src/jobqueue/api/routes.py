@@ -279,13 +279,15 @@ async def retry_jobs(request: Request, where: Annotated[RetryFilter, Body()]) ->
 @router.get(
     "/jobs/{id}/attempts",
     response_model=AttemptList,
-    summary="A job's failed attempts",
+    summary="A job's attempts and their logs",
     responses={404: {}},
 )
 async def get_attempts(request: Request, id: JobId) -> AttemptList:
     """Every failed attempt of the job, oldest first: error, traceback (its last 8,000
     characters), worker, start, end and seconds. A lost worker's attempt has the error
-    `worker lost (lease expired)` and no traceback."""
+    `worker lost (lease expired)` and no traceback. Each attempt carries its `log`, what
+    its handler logged (null if nothing), and `log_truncated`; an attempt that did not
+    fail (completed, running, cancelled) is listed too once it has logged, with no error."""
     jq = jobqueue(request)
     if await jq.get(id) is None:
         raise HTTPException(404, detail=f"job {id} not found")

@@ -106,7 +106,8 @@ class JobList(BaseModel):
 
 class AttemptList(BaseModel):
     attempts: list[Attempt]
-    """Failed attempts, oldest first; a job that never failed has none."""
+    """Failed attempts and those that logged, oldest first; a job that never failed
+    and never logged has none."""
 
 
 class Cancelled(BaseModel):

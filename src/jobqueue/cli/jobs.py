@@ -1,9 +1,11 @@
-"""``enqueue`` and ``jobs get|attempts|retry|cancel|list``: one job, or many by filter."""
+"""``enqueue`` and ``jobs get|attempts|logs|retry|cancel|list``: one job, or many by filter."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import sys
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -23,7 +25,11 @@ from jobqueue.cli.output import (
     print_records,
     print_table,
 )
-from jobqueue.job import Attempt, Job, JobNotFound, JobStatus
+from jobqueue.job import FINAL_STATES, Attempt, Job, JobNotFound, JobStatus
+
+# How often ``jobs logs --follow`` looks for new lines (a worker writes them at most
+# once per JOBQUEUE_PROGRESS_INTERVAL); the job's end wakes it at once.
+FOLLOW_INTERVAL = 0.5
 
 
 def add_enqueue_command(commands: Commands) -> None:
@@ -55,10 +61,20 @@ def add_jobs_commands(commands: Commands) -> None:
     )
     add_output_flags(cmd)
     cmd.set_defaults(run=run_jobs_get)
-    cmd = jobs.add_parser("attempts", help="show a job's failed attempts, oldest first")
+    cmd = jobs.add_parser("attempts", help="show a job's failed attempts (and any that logged)")
     cmd.add_argument("id", type=int)
     add_output_flags(cmd)
     cmd.set_defaults(run=run_jobs_attempts)
+    cmd = jobs.add_parser("logs", help="print what a job's handler logged, attempt by attempt")
+    cmd.add_argument("id", type=int)
+    cmd.add_argument("--attempt", type=int, metavar="N", help="only attempt N, without a header")
+    cmd.add_argument(
+        "--follow",
+        action="store_true",
+        help="print new lines as they are written, until the job is completed, failed or cancelled",
+    )
+    add_output_flags(cmd)
+    cmd.set_defaults(run=run_jobs_logs)
     add_bulk_command(
         jobs,
         "retry",
@@ -164,10 +180,52 @@ def run_jobs_attempts(args: argparse.Namespace) -> int:
     header = ("ATTEMPT", "WORKER", "SECONDS", "ENDED", "ERROR")
     rows = [
         (str(a.attempt), a.worker_id or "", "" if a.seconds is None else f"{a.seconds:.3f}",
-         format_time(a.finished_at), a.error)
+         "" if a.finished_at is None else format_time(a.finished_at), a.error or "")
         for a in attempts
     ]  # fmt: skip
     print_table(header, rows, f"job {args.id} has no failed attempt")
+    return 0
+
+
+def run_jobs_logs(args: argparse.Namespace) -> int:
+    if args.attempt is not None and args.attempt < 1:
+        raise UsageError(f"--attempt must be a positive integer, got {args.attempt}")
+    if args.follow and args.json:
+        raise UsageError("--follow prints lines as they come: leave out --json")
+    jq = client(args)
+    printed: dict[tuple[int, datetime | None], int] = {}  # characters of each attempt's log
+
+    def show(attempts: list[Attempt]) -> None:
+        for a in attempts:
+            key = (a.attempt, a.started_at)
+            text = a.log or ""
+            done = printed.get(key)
+            if done is None and text and args.attempt is None:
+                sys.stdout.write(f"--- attempt {a.attempt}\n")
+            sys.stdout.write(text[done or 0 :])
+            printed[key] = len(text)
+        sys.stdout.flush()
+
+    async def read() -> list[Attempt]:
+        while True:
+            job = await jq.get(args.id)
+            if job is None:
+                raise JobNotFound(args.id)
+            attempts = [a for a in await jq.attempts(args.id) if args.attempt in (None, a.attempt)]
+            if args.json:
+                return attempts
+            show(attempts)
+            if not args.follow or job.status in FINAL_STATES:
+                return attempts
+            with contextlib.suppress(TimeoutError):
+                await jq.wait(args.id, timeout=FOLLOW_INTERVAL)
+
+    attempts = with_jobqueue(jq, read)
+    if args.json:
+        print_records(attempts)
+    elif not any(a.log for a in attempts):
+        which = "" if args.attempt is None else f" attempt {args.attempt}"
+        print(f"job {args.id}{which} has no log lines", file=sys.stderr)
     return 0
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from jobqueue.context import JobContext
+from jobqueue.context import JobContext, JobLog
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,12 +72,15 @@ class ClaimedJob:
         self,
         cancel: threading.Event | None = None,
         report: Callable[[ClaimedJob, float | None, str | None], None] | None = None,
+        job_log: JobLog | None = None,
     ) -> JobContext:
-        """The handler's view of this job; ``report`` receives its progress reports."""
+        """The handler's view of this job; ``report`` receives its progress reports,
+        ``job_log`` keeps its log lines."""
         on_progress = None if report is None else functools.partial(report, self)
         return JobContext(
-            self.id, self.type, self.queue, self.attempt, self.max_attempts, cancel, on_progress
-        )
+            self.id, self.type, self.queue, self.attempt, self.max_attempts, cancel, on_progress,
+            job_log,
+        )  # fmt: skip
 
     @property
     def key(self) -> ClaimKey:
@@ -103,6 +106,15 @@ class ProgressReport:
     job: ClaimedJob
     fraction: float | None
     message: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LogChunk:
+    """Lines a running attempt logged, not written yet, to append to its log."""
+
+    job: ClaimedJob
+    text: str
+    truncated: bool  # the attempt reached its bound: nothing follows
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ from jobqueue.db.records import (
     Failure,
     JobOptions,
     JobRow,
+    LogChunk,
     ProgressReport,
     Renewal,
     Rescued,
@@ -257,6 +258,18 @@ class Store:
             self._q.progress, [r.job.id for r in reports], json.dumps(latest), worker_id,
             self.clock.now(),
         )  # fmt: skip
+        return len(rows)
+
+    async def job_log_append(self, *, chunks: Sequence[LogChunk], worker_id: str) -> int:
+        """Append each running attempt's new log lines; return how many attempts were
+        written (the others were no longer held by this worker)."""
+        entries = {
+            str(c.job.id): {"attempt": c.job.attempt, "log": c.text, "truncated": c.truncated}
+            for c in chunks
+        }
+        rows = await self.db.fetch(
+            self._q.job_log_append, [c.job.id for c in chunks], json.dumps(entries), worker_id
+        )
         return len(rows)
 
     # -- the workers table -------------------------------------------------------------

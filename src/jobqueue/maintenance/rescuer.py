@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-import structlog
-
 from jobqueue.db.records import Rescued
 from jobqueue.db.store import Store
-
-log = structlog.get_logger("jobqueue.rescuer")
+from jobqueue.observability import lifecycle
 
 BATCH = 1000
 # Workers silent for this many leases are dropped from the workers table.
@@ -28,16 +25,7 @@ class Rescuer:
         while True:
             jobs = await self._store.rescue(limit=BATCH)
             for job in jobs:
-                then = {
-                    "pending": "pending again",
-                    "failed": "failed: no attempt left",
-                    "cancelled": "cancelled, as asked",
-                }[job.status]
-                log.warning(
-                    f"Job {job.id} rescued: worker lost (lease expired) on attempt "
-                    f"{job.attempts}/{job.max_attempts}; {then}",
-                    job_id=job.id,
-                )
+                lifecycle.rescued(job)
             rescued += len(jobs)
             if jobs and self.on_rescued is not None:
                 await self.on_rescued(jobs)

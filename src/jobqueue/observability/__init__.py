@@ -7,7 +7,9 @@ off is never imported, so a worker pays nothing, in time or memory, for what it
 does not use. Metrics are the exception: they count every attempt of every job, so
 they read the executor's log of ended attempts in bulk rather than observe each
 (``metrics.AttemptLog``), and are started by the process that exports them
-(``start_metrics``).
+(``start_metrics``). Per-job logs observe attempts only to capture stdlib logging:
+``ctx.log``'s capture is made with the handler's context (``joblogs``); and the
+executor logs the lifecycle warnings (job.retried...) itself (``lifecycle``).
 """
 
 from __future__ import annotations
@@ -16,15 +18,18 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from jobqueue import logs
 from jobqueue.config import Settings
 from jobqueue.db.records import JobOptions
 from jobqueue.observability import trace_context
 from jobqueue.observability.attempts import AttemptObserver, Outcome
 
 if TYPE_CHECKING:
+    from jobqueue.db.store import Store
+    from jobqueue.observability.joblogs import JobLogs
     from jobqueue.observability.metrics import ProcessMetrics
 
-__all__ = ["AttemptObserver", "Outcome", "enqueued", "observers", "start_metrics"]
+__all__ = ["AttemptObserver", "Outcome", "enqueued", "job_logs", "observers", "start_metrics"]
 
 # This process's metrics, once it exports them (start_metrics); None: it counts nothing.
 _metrics: ProcessMetrics | None = None
@@ -49,16 +54,45 @@ def start_metrics(
     return _metrics
 
 
-def observers(settings: Settings, tasks: Mapping[str, Any]) -> list[AttemptObserver]:
-    """The attempt observers ``settings`` turn on, for a worker running ``tasks``."""
+def observers(
+    settings: Settings,
+    tasks: Mapping[str, Any],
+    *,
+    worker_id: str,
+    job_logs: JobLogs | None = None,
+) -> list[AttemptObserver]:
+    """The attempt observers ``settings`` turn on, for worker ``worker_id`` running
+    ``tasks``; ``job_logs``: its per-job log writer, if it has one."""
     found: list[AttemptObserver] = []
+    # Tracing first: its span is current, and its ids bound, when the others log.
     if settings.tracing == "on" or (settings.tracing == "auto" and trace_context.imported()):
         from jobqueue.observability import tracing
 
         traced = tracing.observer(settings.tracing)
         if traced is not None:
             found.append(traced)
+    if logs.enabled("info"):  # off, a worker pays nothing for job.started and the like
+        from jobqueue.observability.lifecycle import Lifecycle
+
+        found.append(Lifecycle(worker_id))
+    if job_logs is not None and job_logs.stdlib:  # ctx.log alone needs no observer
+        found.append(job_logs)
     return found
+
+
+def job_logs(settings: Settings, store: Store, worker_id: str) -> JobLogs | None:
+    """Worker ``worker_id``'s per-job log writer, unless JOBQUEUE_JOB_LOGS is off."""
+    if settings.job_logs == "off":
+        return None
+    from jobqueue.observability.joblogs import JobLogs
+
+    return JobLogs(
+        store,
+        worker_id,
+        limit=settings.job_log_bytes,
+        interval=settings.progress_interval,
+        stdlib=settings.job_logs == "all",
+    )
 
 
 def enqueued(rows: Sequence[JobOptions], count: int = 1) -> None:

@@ -15,12 +15,13 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from jobqueue import logs, results
+from jobqueue import results
 from jobqueue.db.records import ClaimedJob
+from jobqueue.observability import lifecycle
 from jobqueue.observability.attempts import AttemptObserver, Outcome
 from jobqueue.retry import Discard, RetryAt, RetryPolicy
 from jobqueue.signals import Signal, Signals
@@ -28,6 +29,10 @@ from jobqueue.task import PayloadError, Task
 from jobqueue.worker.completer import Completer
 from jobqueue.worker.isolation import IsolatedFailure, run_isolated
 from jobqueue.worker.progress import ProgressWriter
+
+if TYPE_CHECKING:
+    from jobqueue.context import JobLog
+    from jobqueue.observability.joblogs import JobLogs
 
 log = structlog.get_logger("jobqueue.executor")
 
@@ -63,6 +68,8 @@ class Executor:
         max_result_bytes: int = 64 * 1024,
         progress: ProgressWriter | None = None,
         observers: Sequence[AttemptObserver] = (),
+        job_logs: JobLogs | None = None,
+        worker_id: str | None = None,
     ) -> None:
         self._tasks = tasks
         self._slots = slots
@@ -75,6 +82,8 @@ class Executor:
         self._progress = progress
         self._report = None if progress is None else progress.report
         self._observers = tuple(observers)
+        self._job_logs = job_logs
+        self._worker_id = worker_id  # for the log events
         # Set by the metrics (observability/metrics.py), which add it up in bulk: one
         # extend per attempt costs a fraction of an observer's calls. Six items per
         # attempt: queue, type, run_at, outcome, monotonic start and end (no job kept).
@@ -86,8 +95,6 @@ class Executor:
         # Jobs cancelled while running here, and the flags sync handlers can read.
         self._cancel_requested: set[int] = set()
         self._cancel_flags: dict[int, threading.Event] = {}
-        self._log = log.bind()
-        self._log_jobs = logs.enabled("info")
         self.signals = ExecutorSignals()
 
     @property
@@ -134,23 +141,22 @@ class Executor:
 
     async def _run(self, job: ClaimedJob) -> None:
         self.signals.started.fire(job.id)
-        # The hot path: the per-job log lines cost more than the queue itself at
-        # tens of thousands of jobs a second, so they are skipped, not filtered,
-        # when info is off.
-        if self._log_jobs:
-            self._log.info(
-                f"Processing job {job.id}, attempt {job.attempt}/{job.max_attempts}",
-                job_id=job.id,
-                type=job.type,
-            )
-        observed = self._observe_start(job) if self._observers else None
+        # job.started and the other info events are an observer's, installed only with
+        # info on (observability/lifecycle.py); the warnings are logged here. Per-job
+        # logs are no observer either, unless they capture stdlib logging: ctx.log's
+        # capture is made with the handler's context (_job_log), settled below.
+        # Taken first, so that an event logged here and one logged by an observer as
+        # the attempt starts agree on when it did (observers' starts take microseconds).
         started = time.monotonic()
+        observed = self._observe_start(job) if self._observers else None
         outcome: Outcome = "completed"
         error: BaseException | None = None
         try:
             result = await self._invoke(job)
             if self._progress is not None:
                 await self._progress.settle(job.id)
+            if self._job_logs is not None and (writing := self._job_logs.settle(job)):
+                await writing
         except asyncio.CancelledError as exc:
             error = exc
             if job.id in self._cancel_requested:
@@ -159,7 +165,7 @@ class Executor:
                 return
             # Otherwise only shutdown cancels a job: hand it back, the attempt not counted.
             outcome = "released"
-            self._log.warning(f"Job {job.id} interrupted by shutdown; handed back", job_id=job.id)
+            lifecycle.went_wrong(job, outcome, self._worker_id, started)
             self._completer.release(job)
             raise
         except Exception as exc:
@@ -170,18 +176,14 @@ class Executor:
             else:
                 if self._progress is not None:  # where it got to, for whoever looks
                     await self._progress.settle(job.id)
-                outcome = self._failed(job, exc)
+                if self._job_logs is not None and (writing := self._job_logs.settle(job)):
+                    await writing
+                outcome = self._failed(job, exc, started)
         else:
             if job.id in self._cancel_requested:  # returned after the cancel: cancelled
                 outcome = "cancelled"
                 self._completer.cancel(job)
                 return
-            if self._log_jobs:
-                self._log.info(
-                    f"Job {job.id} completed",
-                    job_id=job.id,
-                    seconds=round(time.monotonic() - started, 4),
-                )
             self._completer.complete(job, result)
         finally:
             if observed is not None:
@@ -218,6 +220,8 @@ class Executor:
 
     def _finished(self, job: ClaimedJob) -> None:
         del self._running[job.id]
+        if self._job_logs is not None:  # settled already, unless cancelled or released
+            self._job_logs.forget(job)
         self._per_queue[job.queue] -= 1
         if self._cancel_requested:
             self._cancel_requested.discard(job.id)
@@ -237,11 +241,13 @@ class Executor:
             raise Discard(str(exc)) from None
         if not task.takes_context:
             args: tuple[Any, ...] = (payload,)
-        elif task.is_async or task.isolated:  # stopped by cancellation itself
-            args = (payload, job.context(None, None if task.isolated else self._report))
+        elif task.isolated:  # stopped by cancellation itself; in a process of its own
+            args = (payload, job.context())
+        elif task.is_async:  # stopped by cancellation itself
+            args = (payload, job.context(None, self._report, self._job_log(job)))
         else:
             flag = self._cancel_flags[job.id] = threading.Event()
-            args = (payload, job.context(flag, self._report))
+            args = (payload, job.context(flag, self._report, self._job_log(job)))
         timeout = task.timeout if task.timeout is not None else self._default_timeout
         if timeout is None:  # the common case, on the hot path: no timeout context
             return await self._call(task, args)
@@ -253,6 +259,11 @@ class Executor:
             if deadline.expired():  # ours, not a TimeoutError the handler raised
                 raise JobTimeout(f"job exceeded its timeout of {timeout:g}s") from None
             raise
+
+    def _job_log(self, job: ClaimedJob) -> JobLog | None:
+        """Where ``ctx.log`` keeps this attempt's lines: made only for a handler that
+        takes a context, the only kind that has a ``ctx.log``."""
+        return None if self._job_logs is None else self._job_logs.attempt(job)
 
     async def _call(self, task: Task[Any, Any], args: tuple[Any, ...]) -> str | None:
         if task.isolated:
@@ -270,26 +281,29 @@ class Executor:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._threads, context.run, fn, *args)
 
-    def _failed(self, job: ClaimedJob, exc: Exception) -> Outcome:
-        """Buffer the failed attempt's outcome, and say which it is."""
+    def _failed(self, job: ClaimedJob, exc: Exception, started: float) -> Outcome:
+        """Buffer the failed attempt's outcome, log it, and say which it is."""
         plain = isinstance(exc, UnknownJobType | JobTimeout | IsolatedFailure | RetryAt | Discard)
         error = (str(exc) if plain else f"{type(exc).__name__}: {exc}")[:MAX_ERROR_CHARS]
         if isinstance(exc, Discard):
             error = f"discarded: {error}"[:MAX_ERROR_CHARS]
         delay = self._retry_delay(job, exc)
-        log.warning(
-            f"Job {job.id} failed on attempt {job.attempt}",
-            job_id=job.id,
-            error=error,
-            retry_in_seconds=None if delay is None else round(delay, 3),
-            exc_info=None if plain else exc,
-        )
         trace = None if plain else "".join(traceback.format_exception(exc))[-MAX_TRACEBACK_CHARS:]
         self._completer.fail(job, error, trace, delay)
+        outcome: Outcome = (
+            "retried"
+            if delay is not None
+            else "discarded"
+            if isinstance(exc, Discard)
+            else "failed"
+        )
+        lifecycle.went_wrong(
+            job, outcome, self._worker_id, started, error=error, retry_in=delay,
+            exc=None if plain else exc,
+        )  # fmt: skip
         if delay is not None:
             self._on_retry_scheduled(delay)
-            return "retried"
-        return "discarded" if isinstance(exc, Discard) else "failed"
+        return outcome
 
     def _retry_delay(self, job: ClaimedJob, exc: Exception) -> float | None:
         """Seconds until the next attempt; None when there is none (the job fails)."""

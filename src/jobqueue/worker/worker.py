@@ -25,7 +25,7 @@ from jobqueue.cron import Schedule, parse_entries
 from jobqueue.db.listener import Listener
 from jobqueue.db.store import Clock, Store
 from jobqueue.maintenance import Leader
-from jobqueue.observability import observers
+from jobqueue.observability import job_logs, observers
 from jobqueue.retry import ExponentialBackoff
 from jobqueue.task import Task, job_options
 from jobqueue.worker.completer import Completer
@@ -116,6 +116,7 @@ class Worker:
         )
         self.completer = Completer(store, self.id)
         self.progress = ProgressWriter(store, self.id, settings.progress_interval)
+        self.job_logs = job_logs(settings, store, self.id)
         self.executor = Executor(
             tasks,
             settings.worker_count,
@@ -126,7 +127,9 @@ class Worker:
             default_timeout=settings.job_timeout,
             max_result_bytes=settings.max_result_bytes,
             progress=self.progress,
-            observers=observers(settings, tasks),
+            observers=observers(settings, tasks, worker_id=self.id, job_logs=self.job_logs),
+            job_logs=self.job_logs,
+            worker_id=self.id,
         )
         self.producer = Producer(
             store,
@@ -176,6 +179,8 @@ class Worker:
             self.leader,
         ):  # fmt: skip
             service.signals.arm()
+        if self.job_logs is not None:
+            self.job_logs.signals.arm()
 
     async def start(self) -> None:
         await self.heartbeat.register()
@@ -187,6 +192,8 @@ class Worker:
             asyncio.create_task(self.leader.run(), name="leader"),
             asyncio.create_task(self.producer.run(), name="producer"),
         ]
+        if self.job_logs is not None:
+            self._tasks.insert(0, asyncio.create_task(self.job_logs.run(), name="job logs"))
         log.info(
             "worker started",
             worker_id=self.id,
