@@ -139,5 +139,10 @@ def test_a_json_log_server_prints_each_lifecycle_event_with_its_fields(
         "worker lost (lease expired)",
         3,
     )
+    assert (rescued["job_id"], rescued["type"], rescued["queue"]) == (
+        ids["orphan"],
+        "noop",
+        "default",
+    )
     [parked] = [e for e in seen if e.get("job_id") == ids["parked"]]
     assert (parked["type"], parked["queue"]) == ("noop", "parked")

@@ -132,6 +132,8 @@ class Rescued:
     status: str  # pending again, failed (no attempt left) or cancelled (as asked)
     attempts: int
     max_attempts: int
+    queue: str
+    type: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,7 +75,6 @@ class Queries:
     get_job: str
     job_attempts: str
     job_log_append: str
-    job_labels: str
     jobs_changed_since: str
     jobs_due_or_running: str
     heartbeat: str

@@ -315,7 +315,10 @@ class Store:
     async def rescue(self, *, limit: int) -> list[Rescued]:
         """Return up to ``limit`` jobs whose lease expired to the queue (or end them)."""
         rows = await self.db.fetch(self._q.rescue, limit, self.clock.now())
-        return [Rescued(r["id"], r["status"], r["attempts"], r["max_attempts"]) for r in rows]
+        return [
+            Rescued(r["id"], r["status"], r["attempts"], r["max_attempts"], r["queue"], r["type"])
+            for r in rows
+        ]
 
     async def priority_age(self, *, step_seconds: float, limit: int) -> int:
         """Move up to ``limit`` waiting jobs up a priority step; return how many."""
@@ -364,11 +367,6 @@ class Store:
     async def jobs_changed_since(self, *, since: datetime) -> list[Job]:
         records = await self.db.fetch(self._q.jobs_changed_since, since)
         return [Job.from_record(r) for r in records]
-
-    async def job_labels(self, *, job_ids: Sequence[int]) -> dict[int, tuple[str, str]]:
-        """Each job's queue and type, by id (jobs no longer stored are missing)."""
-        rows = await self.db.fetch(self._q.job_labels, list(job_ids))
-        return {r["id"]: (r["queue"], r["type"]) for r in rows}
 
     async def jobs_due_or_running(self) -> bool:
         return bool(await self.db.fetchval(self._q.jobs_due_or_running, self.clock.now()))

@@ -123,6 +123,8 @@ def rescued(job: Rescued) -> None:
     log.warning(
         "job.rescued",
         job_id=job.id,
+        type=job.type,
+        queue=job.queue,
         attempt=job.attempts,
         max_attempts=job.max_attempts,
         status=job.status,

@@ -416,15 +416,9 @@ class ProcessMetrics:
         m.workers.set(alive)
 
     async def _rescued(self, store: Store, jobs: list[Rescued]) -> None:
-        try:
-            labels = await store.job_labels(job_ids=[j.id for j in jobs])
-        except Exception as exc:  # counted as "other" rather than not at all
-            log.warning("reading the rescued jobs' labels failed", error=str(exc))
-            labels = {}
         for job in jobs:
-            queue, kind = labels.get(job.id, (OTHER, OTHER))
-            kind = kind if kind in self._tasks else OTHER
-            self.metrics.finished.labels(queue, kind, "rescued").inc()
+            kind = job.type if job.type in self._tasks else OTHER
+            self.metrics.finished.labels(job.queue, kind, "rescued").inc()
 
     # -- how they are exported ---------------------------------------------------------
 

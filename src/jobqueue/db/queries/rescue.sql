@@ -23,12 +23,12 @@ WITH expired AS (
                              OR j.cancel_requested_at IS NOT NULL THEN COALESCE($2::timestamptz, now()) END,
         updated_at = COALESCE($2::timestamptz, now())
     WHERE j.id = ANY(ARRAY(SELECT id FROM expired))
-    RETURNING j.id, j.status, j.attempts, j.max_attempts, j.queue, j.started_at, j.last_error
+    RETURNING j.id, j.status, j.attempts, j.max_attempts, j.queue, j.type, j.started_at, j.last_error
 ), recorded AS (
     INSERT INTO {schema}.job_attempts (job_id, attempt, worker_id, error, started_at)
     SELECT r.id, r.attempts, e.worker_id, r.last_error, r.started_at
     FROM rescued AS r JOIN expired AS e USING (id)
 )
-SELECT id, status, attempts, max_attempts, queue, pg_notify({channel}, '* ' || queue) AS notified,
+SELECT id, status, attempts, max_attempts, queue, type, pg_notify({channel}, '* ' || queue) AS notified,
        CASE WHEN status <> 'pending' THEN pg_notify({done_channel}, id::text) END AS ended
 FROM rescued
