@@ -428,6 +428,8 @@ def label(key: str) -> str:
 def fmt(value: Any) -> str:
     if value is None:
         return "-"
+    if abs(value) < 10:  # ratios and milliseconds: 0.96 and 0.94 are not both "0.9"
+        return f"{value:,.2f}"
     return f"{value:,.1f}" if abs(value) < 100 else f"{value:,.0f}"
 
 
