@@ -84,7 +84,9 @@ def test_a_job_whose_worker_dies_on_its_last_attempt_ends_failed(
     os.kill(victim.popen.pid, signal.SIGKILL)
     victim.popen.wait()
     survivor = spawn(["worker"], fast_leases, name="survivor")
-    survivor.wait_for_output(f"job_id={job_id} max_attempts=1 status=failed", timeout=30)
+    survivor.wait_for_output(
+        f"job_id={job_id} max_attempts=1 queue=default status=failed type=sleep", timeout=30
+    )
     done = get(settings, job_id)
     assert (done.status, done.attempts, done.last_error) == (
         "failed",
