@@ -1,6 +1,7 @@
-"""The sync API's event loop: one private loop in a daemon thread serves every sync call
-(``enqueue_sync``, ``get_sync``, ``wait_sync``), so that a script pays for its
-connection once, not once per call."""
+"""Between threads and event loops. The sync API's event loop: one private loop in a
+daemon thread serves every sync call (``enqueue_sync``, ``get_sync``, ``wait_sync``), so
+that a script pays for its connection once, not once per call. And ``set_event``, for
+the writers that sync handlers feed from their threads (progress, job logs)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,19 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+
+def set_event(event: asyncio.Event, loop: asyncio.AbstractEventLoop) -> None:
+    """Set ``event``, which belongs to ``loop``, from that loop or from any thread (an
+    asyncio.Event may only be touched from its own loop's thread)."""
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        event.set()
+    else:
+        loop.call_soon_threadsafe(event.set)
 
 
 class SyncBridge:

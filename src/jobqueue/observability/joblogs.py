@@ -37,6 +37,7 @@ from jobqueue.db.records import ClaimedJob, LogChunk
 from jobqueue.db.store import Store
 from jobqueue.observability.attempts import Outcome
 from jobqueue.signals import Signal, Signals
+from jobqueue.sync_bridge import set_event
 
 log = structlog.get_logger("jobqueue.joblogs")
 
@@ -185,16 +186,8 @@ class JobLogs:
             capture.unwritten = [text]
             first = not self._pending
             self._pending[id(capture)] = capture
-        if not first or self._loop is None:
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self._loop:
-            self._kept.set()
-        else:
-            self._loop.call_soon_threadsafe(self._kept.set)
+        if first and self._loop is not None:
+            set_event(self._kept, self._loop)
 
     async def run(self) -> None:
         self._loop = asyncio.get_running_loop()

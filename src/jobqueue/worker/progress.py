@@ -19,6 +19,7 @@ from jobqueue.db.pool import log_failure
 from jobqueue.db.records import ClaimedJob, ProgressReport
 from jobqueue.db.store import Store
 from jobqueue.signals import Signal, Signals
+from jobqueue.sync_bridge import set_event
 
 log = structlog.get_logger("jobqueue.progress")
 
@@ -54,16 +55,8 @@ class ProgressWriter:
             self._latest[job.id] = ProgressReport(
                 job, None if fraction is None else float(fraction), message
             )
-        if self._loop is None:
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self._loop:
-            self._reported.set()
-        else:
-            self._loop.call_soon_threadsafe(self._reported.set)
+        if self._loop is not None:
+            set_event(self._reported, self._loop)
 
     async def run(self) -> None:
         self._loop = asyncio.get_running_loop()
