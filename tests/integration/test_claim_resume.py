@@ -15,6 +15,7 @@ import pytest
 from jobqueue.app import JobQueue
 from jobqueue.db.records import ClaimKey
 from jobqueue.db.sql import queries
+from jobqueue.new_job import NewJob
 from jobqueue.worker import Worker
 from tests.integration.conftest import StartWorker
 
@@ -37,13 +38,21 @@ def _ordered(jq: JobQueue) -> tuple[list[str], asyncio.Event]:
 
 
 async def _run_first(
-    jq: JobQueue, start_worker: StartWorker, priority: int
+    jq: JobQueue, start_worker: StartWorker, priority: int, ahead: list[NewJob] | None = None
 ) -> tuple[list[str], asyncio.Event, Worker]:
+    """Start the worker, then give it "first" and four more of ``priority`` (and
+    ``ahead``) in one statement: its claim of "first" is made with the listener in
+    place, so its next claim resumes after "first" unless a NOTIFY says otherwise."""
     order, gate = _ordered(jq)
-    await jq.enqueue("step", {"name": "first"}, priority=priority)
-    for n in range(4):
-        await jq.enqueue("step", {"name": f"queued-{n}"}, priority=priority)
     worker = await start_worker(worker_count=1)
+    await worker.listener.listening.wait()
+    names = ["first", *(f"queued-{n}" for n in range(4))]
+    await jq.enqueue_jobs(
+        [
+            *(ahead or []),
+            *(NewJob(type="step", payload={"name": n}, priority=priority) for n in names),
+        ]
+    )
     await worker.executor.signals.started.wait()
     assert order == ["first"]
     return order, gate, worker
@@ -69,7 +78,12 @@ async def test_a_job_due_earlier_than_the_last_claimed_runs_next(
     """Same priority, but due an hour ago: in the claim order it comes before the job
     the claims resume after. Its NOTIFY says so, and the next claim looks from the start."""
     order, gate, worker = await _run_first(jq, start_worker, priority=0)
-    await jq.enqueue("step", {"name": "overdue"}, run_at=datetime.now(UTC) - timedelta(hours=1))
+    hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    await jq.enqueue("step", {"name": "overdue"}, run_at=hour_ago)
+    # Its NOTIFY reaches the worker on a connection of its own: let it arrive before the
+    # first job ends, or the next claim may run before it.
+    due = (hour_ago - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+    await worker.producer.signals.notified.wait_for(lambda n: n == ("default", due))
     await _finish(gate, worker, 6)
     assert order[:2] == ["first", "overdue"]
 
@@ -79,17 +93,12 @@ async def test_a_job_aged_ahead_of_the_last_claimed_runs_next(
 ) -> None:
     """Aging moves a job to a better priority with its old run_at: it lands before the
     job the claims resume after, and aging's NOTIFY says "look from the start"."""
-    order, gate = _ordered(jq)
-    await jq.enqueue(
-        "step", {"name": "aged"}, priority=1, run_at=datetime.now(UTC) - timedelta(hours=1)
-    )
-    await jq.enqueue("step", {"name": "first"}, priority=0)
-    for n in range(4):
-        await jq.enqueue("step", {"name": f"queued-{n}"}, priority=0)
-    worker = await start_worker(worker_count=1)
-    await worker.executor.signals.started.wait()
+    hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    aged = NewJob(type="step", payload={"name": "aged"}, priority=1, run_at=hour_ago)
+    order, gate, worker = await _run_first(jq, start_worker, priority=0, ahead=[aged])
     store = await jq.store()
     assert await store.priority_age(step_seconds=0, limit=10) == 1
+    await worker.producer.signals.notified.wait_for(lambda n: n == ("default", None))
     await _finish(gate, worker, 6)
     assert order[:2] == ["first", "aged"]
 

@@ -49,6 +49,8 @@ _MICROSECOND = timedelta(microseconds=1)
 class ProducerSignals(Signals):
     polled: Signal[int] = field(default_factory=Signal)  # a claim pass ended: jobs claimed
     asleep: Signal[None] = field(default_factory=Signal)  # until a wake-up or the poll
+    # A NOTIFY of pending jobs arrived: its queue (None: any) and first due (None: anywhere).
+    notified: Signal[tuple[str | None, int | None]] = field(default_factory=Signal)
 
 
 class Producer:
@@ -97,8 +99,10 @@ class Producer:
             self._resume.clear()
             self._resets += 1
             self._wake.set()
+            self.signals.notified.fire((None, None))
             return
         queue, first_due = new_jobs(payload)
+        self.signals.notified.fire((queue, first_due))
         if queue in self.queues:
             resume = self._resume.get(queue)
             if resume is not None and (first_due is None or first_due <= resume[1]):
