@@ -222,17 +222,24 @@ def measure(
         for name, done in results[w.key].items():
             summarize(figures[name], w, done)
             per_run[name][w.key] = [r[w.result] for r in done]
-    metrics_cost(figures["jobqueue"], per_run["jobqueue"])
+    round_ratios(figures["jobqueue"], per_run["jobqueue"])
     return {"systems": figures, "runs": per_run}
 
 
-def metrics_cost(figures: dict[str, Any], runs: dict[str, list[Any]]) -> None:
-    """drain_1proc_metrics / drain_1proc, the median of the rounds' ratios: each round
+# Figures that are one workload against another: (figure, workload, baseline).
+ROUND_RATIOS = (
+    ("drain_1proc_metrics_ratio", "drain_1proc_metrics", "drain_1proc"),
+    ("drain_1proc_1M_history_ratio", "drain_1proc_1M_history", "drain_1proc"),
+)
+
+
+def round_ratios(figures: dict[str, Any], runs: dict[str, list[Any]]) -> None:
+    """Each of ROUND_RATIOS measured, as the median of the rounds' ratios: each round
     runs the two one after the other, so a noisy minute hits both."""
-    if "drain_1proc" in runs and "drain_1proc_metrics" in runs:
-        ratios = [on / off for on, off in zip(runs["drain_1proc_metrics"], runs["drain_1proc"],
-                                              strict=True)]  # fmt: skip
-        figures["drain_1proc_metrics_ratio"] = round(statistics.median(ratios), 3)
+    for figure, workload, baseline in ROUND_RATIOS:
+        if workload in runs and baseline in runs:
+            ratios = [w / b for w, b in zip(runs[workload], runs[baseline], strict=True)]
+            figures[figure] = round(statistics.median(ratios), 3)
 
 
 def summarize(figures: dict[str, Any], w: Workload, results: list[dict[str, Any]]) -> None:

@@ -57,6 +57,26 @@ async def test_claim_reads_the_pending_index_not_finished_jobs(
     assert "Seq Scan" not in plan, plan
 
 
+async def test_drain_check_probes_indexes_behind_finished_jobs(
+    db: asyncpg.Connection, schema: str
+) -> None:
+    """testing.drain() asks after every step whether work is left. Written as EXISTS, the
+    planner expected a pending row within the first pages and scanned the table for it:
+    behind a history of finished jobs, the whole table on every call."""
+    await db.execute(
+        f"""INSERT INTO "{schema}".jobs (type, status, finished_at)
+            SELECT 'noop', 'completed', now() FROM generate_series(1, 20000)"""
+    )
+    await db.execute(
+        f"""INSERT INTO "{schema}".jobs (type) SELECT 'noop' FROM generate_series(1, 2000)"""
+    )
+    await db.execute(f'ANALYZE "{schema}".jobs')
+    rows = await db.fetch("EXPLAIN " + queries(schema).jobs_due_or_running, None)
+    plan = "\n".join(r[0] for r in rows)
+    assert "Seq Scan" not in plan, plan
+    assert await db.fetchval(queries(schema).jobs_due_or_running, None) is True
+
+
 # What a fenced write changes in the rows it accepts (default: ends the attempt).
 CHANGED = {"heartbeat": "lease_expires_at IS NOT NULL", "progress": "progress IS NOT NULL"}
 
