@@ -16,6 +16,21 @@ from jobqueue.db.sql import QUERY_NAMES, migrations, queries
 pytestmark = pytest.mark.anyio
 
 
+async def add_finished_jobs(db: asyncpg.Connection, schema: str, count: int) -> None:
+    await db.execute(
+        f"""INSERT INTO "{schema}".jobs (type, status, finished_at)
+            SELECT 'noop', 'completed', now() FROM generate_series(1, $1)""",
+        count,
+    )
+
+
+async def add_pending_jobs(db: asyncpg.Connection, schema: str, count: int) -> None:
+    await db.execute(
+        f"""INSERT INTO "{schema}".jobs (type) SELECT 'noop' FROM generate_series(1, $1)""",
+        count,
+    )
+
+
 async def test_every_query_prepares(db: asyncpg.Connection, schema: str) -> None:
     q = queries(schema)
     for name in QUERY_NAMES:
@@ -46,10 +61,7 @@ async def test_migrations_apply_once_under_concurrent_starts(pg_dsn: str) -> Non
 async def test_claim_reads_the_pending_index_not_finished_jobs(
     db: asyncpg.Connection, schema: str
 ) -> None:
-    await db.execute(
-        f"""INSERT INTO "{schema}".jobs (type, status, finished_at)
-            SELECT 'noop', 'completed', now() FROM generate_series(1, 20000)"""
-    )
+    await add_finished_jobs(db, schema, 20000)
     await db.execute(f'ANALYZE "{schema}".jobs')
     rows = await db.fetch("EXPLAIN " + queries(schema).claim, "default", 10, "w", 30.0, *[None] * 4)
     plan = "\n".join(r[0] for r in rows)
@@ -63,13 +75,8 @@ async def test_drain_check_probes_indexes_behind_finished_jobs(
     """testing.drain() asks after every step whether work is left. Written as EXISTS, the
     planner expected a pending row within the first pages and scanned the table for it:
     behind a history of finished jobs, the whole table on every call."""
-    await db.execute(
-        f"""INSERT INTO "{schema}".jobs (type, status, finished_at)
-            SELECT 'noop', 'completed', now() FROM generate_series(1, 20000)"""
-    )
-    await db.execute(
-        f"""INSERT INTO "{schema}".jobs (type) SELECT 'noop' FROM generate_series(1, 2000)"""
-    )
+    await add_finished_jobs(db, schema, 20000)
+    await add_pending_jobs(db, schema, 2000)
     await db.execute(f'ANALYZE "{schema}".jobs')
     rows = await db.fetch("EXPLAIN " + queries(schema).jobs_due_or_running, None)
     plan = "\n".join(r[0] for r in rows)
@@ -104,13 +111,8 @@ async def test_fenced_writes_look_jobs_up_by_primary_key(
     was NULL almost everywhere (finished and pending jobs), then thousands of jobs
     running for one worker. A fenced write must still be one primary-key lookup per
     job, never a table scan nor a loop over the batch for every row."""
-    await db.execute(
-        f"""INSERT INTO "{schema}".jobs (type, status, finished_at)
-            SELECT 'noop', 'completed', now() FROM generate_series(1, 20000)"""
-    )
-    await db.execute(
-        f"""INSERT INTO "{schema}".jobs (type) SELECT 'noop' FROM generate_series(1, 5000)"""
-    )
+    await add_finished_jobs(db, schema, 20000)
+    await add_pending_jobs(db, schema, 5000)
     await db.execute(f'ANALYZE "{schema}".jobs')
     ids = await db.fetch(
         f"""UPDATE "{schema}".jobs SET status = 'running', attempts = 1, worker_id = 'w'
