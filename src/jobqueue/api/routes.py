@@ -10,6 +10,7 @@ from fastapi import APIRouter, Body, Header, HTTPException, Query, Request, Resp
 from fastapi.responses import JSONResponse
 
 from jobqueue import fields
+from jobqueue.api.auth import require
 from jobqueue.api.errors import field_error
 from jobqueue.api.schemas import (
     AttemptList,
@@ -34,6 +35,7 @@ from jobqueue.encoding import to_json
 from jobqueue.job import FINAL_STATES, Job, JobStatus, QueueInfo, WorkerInfo
 from jobqueue.new_job import NewJob
 from jobqueue.task import PayloadError
+from jobqueue.tokens import Principal, Scope
 
 router = APIRouter()
 
@@ -63,6 +65,7 @@ def jobqueue(request: Request) -> JobQueue:
 )
 async def create_job(
     request: Request,
+    who: Annotated[Principal, require(Scope.ENQUEUE)],
     new: Annotated[NewJob, Body()],
     idempotency_key: Annotated[
         str | None,
@@ -110,6 +113,7 @@ async def create_job(
 )
 async def create_jobs(
     request: Request,
+    who: Annotated[Principal, require(Scope.ENQUEUE)],
     batch: Annotated[NewJobs, Body()],
     traceparent: TraceParent = None,
     tracestate: TraceState = None,
@@ -176,6 +180,7 @@ def problems_status(problems: list[dict[str, object]]) -> int:
 @router.get("/jobs/{id}", response_model=Job, summary="Get a job", responses={404: {}})
 async def get_job(
     request: Request,
+    who: Annotated[Principal, require(Scope.READ)],
     id: JobId,
     wait: Annotated[
         float | None,
@@ -228,7 +233,9 @@ async def long_poll(jq: JobQueue, id: int, seconds: float, stopping: asyncio.Eve
         409: {"description": "The job is pending, running or completed"},
     },
 )
-async def retry_job(request: Request, id: JobId) -> Response:
+async def retry_job(
+    request: Request, who: Annotated[Principal, require(Scope.CONTROL)], id: JobId
+) -> Response:
     """The job is pending again at once, with fresh attempts; its attempt history stays.
     A pending or running job will run anyway, and a completed one must not run twice
     by accident: those are a 409 naming the state."""
@@ -245,7 +252,9 @@ async def retry_job(request: Request, id: JobId) -> Response:
         409: {"description": "The job already completed or failed"},
     },
 )
-async def cancel_job(request: Request, id: JobId) -> Response:
+async def cancel_job(
+    request: Request, who: Annotated[Principal, require(Scope.CONTROL)], id: JobId
+) -> Response:
     """A pending job is `cancelled` at once (200). A running job is asked to stop (202,
     `cancel_requested_at` set): an async handler is cancelled, an isolated one killed,
     and a sync one sees `ctx.cancel_requested`; the job ends `cancelled`, never retried.
@@ -255,7 +264,11 @@ async def cancel_job(request: Request, id: JobId) -> Response:
 
 
 @router.post("/jobs/cancel", response_model=Cancelled, summary="Cancel jobs by filter")
-async def cancel_jobs(request: Request, where: Annotated[CancelFilter, Body()]) -> Cancelled:
+async def cancel_jobs(
+    request: Request,
+    who: Annotated[Principal, require(Scope.CONTROL)],
+    where: Annotated[CancelFilter, Body()],
+) -> Cancelled:
     """Every pending and running job that matches all the filters given, as for one job.
     An empty body `{}` cancels every pending and running job."""
     counts = await jobqueue(request).cancel_many(type=where.type, queue=where.queue)
@@ -263,7 +276,11 @@ async def cancel_jobs(request: Request, where: Annotated[CancelFilter, Body()]) 
 
 
 @router.post("/jobs/retry", response_model=Retried, summary="Retry failed jobs by filter")
-async def retry_jobs(request: Request, where: Annotated[RetryFilter, Body()]) -> Retried:
+async def retry_jobs(
+    request: Request,
+    who: Annotated[Principal, require(Scope.CONTROL)],
+    where: Annotated[RetryFilter, Body()],
+) -> Retried:
     """Every failed (and cancelled) job that matches all the filters given is pending
     again, with fresh attempts. An empty body `{}` retries every failed and cancelled job."""
     retried = await jobqueue(request).retry_many(
@@ -282,7 +299,9 @@ async def retry_jobs(request: Request, where: Annotated[RetryFilter, Body()]) ->
     summary="A job's attempts and their logs",
     responses={404: {}},
 )
-async def get_attempts(request: Request, id: JobId) -> AttemptList:
+async def get_attempts(
+    request: Request, who: Annotated[Principal, require(Scope.READ)], id: JobId
+) -> AttemptList:
     """Every failed attempt of the job, oldest first: error, traceback (its last 8,000
     characters), worker, start, end and seconds. A lost worker's attempt has the error
     `worker lost (lease expired)` and no traceback. Each attempt carries its `log`, what
@@ -303,6 +322,7 @@ def job_response(job: Job, status: int = 200, headers: dict[str, str] | None = N
 @router.get("/jobs", response_model=JobList, summary="List jobs, newest first")
 async def list_jobs(
     request: Request,
+    who: Annotated[Principal, require(Scope.READ)],
     status: Annotated[JobStatus | None, Query(description="Only jobs in this state.")] = None,
     type: Annotated[str | None, Query(description="Only jobs of this type.")] = None,
     queue: Annotated[str | None, Query(description="Only jobs in this queue.")] = None,
@@ -321,7 +341,9 @@ async def list_jobs(
 
 
 @router.get("/queues", response_model=QueueList, summary="Every queue at a glance")
-async def list_queues(request: Request) -> QueueList:
+async def list_queues(
+    request: Request, who: Annotated[Principal, require(Scope.READ)]
+) -> QueueList:
     """Each queue with jobs or controls: its jobs by state, whether it is paused, and
     `oldest_pending_seconds`, how long its longest-waiting due job has waited (null when
     none is due). The counts are kept by triggers as jobs change, so this reads a few
@@ -330,20 +352,26 @@ async def list_queues(request: Request) -> QueueList:
 
 
 @router.post("/queues/{name}/pause", response_model=QueueInfo, summary="Pause a queue")
-async def pause_queue(request: Request, name: QueueName) -> QueueInfo:
+async def pause_queue(
+    request: Request, who: Annotated[Principal, require(Scope.QUEUES)], name: QueueName
+) -> QueueInfo:
     """No worker starts a job of this queue until it is resumed; running jobs finish, and
     new jobs are still accepted. Takes effect at each worker's next claim."""
     return await jobqueue(request).pause(name)
 
 
 @router.post("/queues/{name}/resume", response_model=QueueInfo, summary="Resume a queue")
-async def resume_queue(request: Request, name: QueueName) -> QueueInfo:
+async def resume_queue(
+    request: Request, who: Annotated[Principal, require(Scope.QUEUES)], name: QueueName
+) -> QueueInfo:
     """Workers start the queue's jobs again at once (they are woken by NOTIFY)."""
     return await jobqueue(request).resume(name)
 
 
 @router.get("/workers", response_model=list[WorkerInfo], summary="Worker processes")
-async def list_workers(request: Request) -> list[WorkerInfo]:
+async def list_workers(
+    request: Request, who: Annotated[Principal, require(Scope.READ)]
+) -> list[WorkerInfo]:
     """Every worker process with a recent heartbeat: host, pid, queues, slots and how many
     jobs it runs now."""
     return await jobqueue(request).workers()
@@ -388,7 +416,7 @@ async def readyz(request: Request) -> Response:
         404: {"description": "Metrics are off (JOBQUEUE_METRICS=off)"},
     },
 )
-async def metrics(request: Request) -> Response:
+async def metrics(request: Request, who: Annotated[Principal, require(Scope.METRICS)]) -> Response:
     """This process's metrics: its jobs, attempts, claims, pool and HTTP requests, and
     the queue gauges if it holds the maintenance lead."""
     exporter = request.app.state.metrics
