@@ -385,16 +385,17 @@ class JobQueue:
         self,
         *,
         status: JobStatus | str | None = None,
-        type: str | None = None,
-        queue: str | None = None,
+        type: str | Sequence[str] | None = None,
+        queue: str | Sequence[str] | None = None,
         after: int | None = None,
         limit: int = 50,
     ) -> list[Job]:
-        """Jobs newest first; pass the last id of a page as ``after`` for the next page."""
+        """Jobs newest first; pass the last id of a page as ``after`` for the next page.
+        ``type`` and ``queue``: one name, or any of several."""
         return await (await self.store()).list_jobs(
             status=JobStatus(status) if status is not None else None,
-            type=type,
-            queue=queue,
+            types=[type] if isinstance(type, str) else type,
+            queues=[queue] if isinstance(queue, str) else queue,
             before_id=after,
             limit=limit,
         )

@@ -443,6 +443,14 @@ class Settings:
         default=True,
         metadata={"doc": "Apply the schema at start-up (`--no-migrate` turns it off)."},
     )
+    insecure_no_auth: bool = field(
+        default=False,
+        metadata={
+            "doc": "Serve HTTP on an address other than loopback while no token exists "
+            "(`--insecure-no-auth`), with a warning; without it such a start is refused. "
+            "Only for a network you trust entirely, or behind a proxy that authenticates."
+        },
+    )
 
     @property
     def data_path(self) -> Path:
@@ -474,4 +482,6 @@ def load(
             values[f.name] = f.metadata["parse"](env, raw)
     if flags.get("migrate") == "false":
         values["migrate"] = False
+    if flags.get("insecure_no_auth") == "true":
+        values["insecure_no_auth"] = True
     return Settings(**values)

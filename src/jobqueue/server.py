@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import ipaddress
 import os
 import signal
 import socket
@@ -104,6 +105,7 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
             from jobqueue.api import create_app
             from jobqueue.api.http import HttpServer
 
+            open_without_tokens, admin = await http_auth(jq)
             listener = worker.listener if worker is not None else None
             app = create_app(
                 jq,
@@ -114,6 +116,8 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
                     else ("listening" if listener.healthy else "down; polling")
                 ),
                 metrics=metrics,
+                open_without_tokens=open_without_tokens,
+                admin_secret=admin,
             )
             http = HttpServer(app, grace_seconds=HTTP_GRACE_SECONDS)
             http_task = asyncio.create_task(http.serve(sockets=[sock]), name="http")
@@ -135,6 +139,45 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
             sock.close()
     log.info("Stopped")
     return 0
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False
+
+
+async def http_auth(jq: JobQueue) -> tuple[bool, str | None]:
+    """Whether the API may be open while no token exists, and the bootstrap token.
+    Secure by default: on an address other than loopback, a start with no token at
+    all is refused unless --insecure-no-auth says otherwise."""
+    from jobqueue import tokens
+
+    settings = jq.settings
+    try:
+        admin = tokens.admin_secret()
+    except tokens.TokenError as exc:
+        raise StartupError(str(exc)) from exc
+    if is_loopback(settings.host):
+        return True, admin
+    if settings.insecure_no_auth:
+        log.warning(
+            f"Serving HTTP on {settings.host} with no authentication until a token exists "
+            "(--insecure-no-auth): anyone who can reach the port can enqueue and control jobs"
+        )
+        return True, admin
+    if admin is None:
+        now = await (await jq.store()).clock_now()
+        if not any(t.info().state(now) == "active" for t in await (await jq.store()).tokens_list()):
+            raise StartupError(
+                f"refusing to serve HTTP on {settings.host} without authentication: create "
+                "a token (jobqueue tokens create --name NAME --scope SCOPE), set "
+                "JOBQUEUE_ADMIN_TOKEN, or pass --insecure-no-auth"
+            )
+    return False, admin
 
 
 async def wait_for_database(jq: JobQueue, stop: asyncio.Event) -> bool:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 
-from jobqueue.api import errors
+from jobqueue.api import auth, errors
 from jobqueue.api.limits import BodyLimit
 from jobqueue.api.routes import router
 from jobqueue.app import JobQueue
@@ -23,10 +23,15 @@ def create_app(
     check_types: bool = True,
     listener_health: Callable[[], str | None] = lambda: None,
     metrics: ProcessMetrics | None = None,
+    open_without_tokens: bool = True,
+    admin_secret: str | None = None,
 ) -> FastAPI:
     """``check_types``: refuse job types with no registered handler (off for `jobqueue api`
     alone, which does not know the workers' handlers). ``metrics``: what GET /metrics
-    serves, and counts the requests (None: metrics are off, /metrics is a 404)."""
+    serves, and counts the requests (None: metrics are off, /metrics is a 404).
+    ``open_without_tokens``: while no token exists, let requests through (a loopback
+    bind); else every request needs a token. ``admin_secret``: the bootstrap token
+    (JOBQUEUE_ADMIN_TOKEN), with every scope."""
     app = FastAPI(
         title="jobqueue",
         summary="A background job service on PostgreSQL.",
@@ -39,7 +44,11 @@ def create_app(
     # Set when the server begins to stop: long-polls answer at once instead of
     # holding the shutdown up.
     app.state.stopping = asyncio.Event()
+    app.state.auth = auth.Authenticator(
+        jq.store, open_without_tokens=open_without_tokens, admin_secret=admin_secret
+    )
     app.include_router(router)
+    auth.install(app, [router])
     errors.install(app)
     app.add_middleware(BodyLimit, max_request_bytes=jq.settings.max_request_bytes)
     if metrics is not None:  # outermost: it sees every answer, a 413 included

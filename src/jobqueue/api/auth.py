@@ -1,24 +1,248 @@
 """Authentication of HTTP requests: the bearer token, its scopes and restrictions.
 
 Every route declares the scope it needs with ``require``; the route receives the
-:class:`~jobqueue.tokens.Principal` it acts as.
+:class:`~jobqueue.tokens.Principal` it acts as. The tokens are read from the database
+at most every REFRESH_SECONDS and checked in memory: a request costs a hash and a dict
+lookup, and a token revoked or created in one API process counts in every other
+within REFRESH_SECONDS plus one query (docs/security.md).
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
-from fastapi import Request, Security
+import structlog
+from fastapi import APIRouter, FastAPI, HTTPException, Request, Security
+from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
 
-from jobqueue.tokens import OPEN, Principal, Scope
+from jobqueue import tokens
+from jobqueue.db.store import Store
+from jobqueue.tokens import ADMIN_TOKEN_NAME, ALL_SCOPES, OPEN, Principal, Scope, StoredToken
+
+log = structlog.get_logger("jobqueue.api")
+
+# How stale an API process's view of the tokens may be: a revocation takes effect
+# within this (plus one query) on every process. Shorter costs a query more often.
+REFRESH_SECONDS = 0.5
+# Failed authentications one client address may make in FAILURE_WINDOW_SECONDS before
+# every request from it is refused with a 429 until the window has passed. A secret of
+# 256 bits cannot be guessed at any rate; this keeps scanners out of the logs and the
+# database, and a client with a stale token from hammering.
+MAX_FAILURES = 20
+FAILURE_WINDOW_SECONDS = 60.0
+SCHEME = "bearerAuth"
+
+
+class Unauthorized(HTTPException):
+    """401: no usable token. ``error`` is RFC 6750's code for WWW-Authenticate."""
+
+    def __init__(self, detail: str, error: str | None = "invalid_token") -> None:
+        challenge = "Bearer" if error is None else f'Bearer error="{error}"'
+        super().__init__(401, detail=detail, headers={"WWW-Authenticate": challenge})
+
+
+@dataclass
+class Failures:
+    """Recent failed authentications of each client address (this process only)."""
+
+    times: dict[str, deque[float]] = field(default_factory=dict)
+
+    def refused_for(self, client: str, now: float) -> float | None:
+        """Seconds until ``client`` may try again, or None if it may now."""
+        seen = self.times.get(client)
+        if seen is None:
+            return None
+        while seen and seen[0] <= now - FAILURE_WINDOW_SECONDS:
+            seen.popleft()
+        if not seen:
+            del self.times[client]
+            return None
+        if len(seen) < MAX_FAILURES:
+            return None
+        return seen[0] + FAILURE_WINDOW_SECONDS - now
+
+    def add(self, client: str, now: float) -> None:
+        self.times.setdefault(client, deque()).append(now)
+        if len(self.times) > 100_000:  # a flood of addresses must not exhaust memory
+            self.times.pop(next(iter(self.times)))
+
+
+class Authenticator:
+    """What one API process knows of the tokens, and how it checks a request."""
+
+    def __init__(
+        self,
+        store: Callable[[], Any],
+        *,
+        open_without_tokens: bool,
+        admin_secret: str | None,
+    ) -> None:
+        """``store``: an awaitable factory of the Store to read tokens with.
+        ``open_without_tokens``: with no token at all, let every request through (a
+        loopback bind, or --insecure-no-auth); else refuse them all."""
+        self._store = store
+        self.open_without_tokens = open_without_tokens
+        self._admin_digest = None if admin_secret is None else tokens.digest(admin_secret)
+        self._tokens: dict[str, StoredToken] = {}
+        self._loaded_at: float | None = None
+        self._loading: asyncio.Task[None] | None = None
+        self.failures = Failures()
+
+    async def principal(self, request: Request, scope: Scope) -> Principal:
+        client = request.client.host if request.client else "unknown"
+        now = time.monotonic()
+        wait = self.failures.refused_for(client, now)
+        if wait is not None:
+            raise HTTPException(
+                429,
+                detail="too many failed authentications from this address; retry later",
+                headers={"Retry-After": str(max(1, int(wait + 0.999)))},
+            )
+        await self._fresh(now)
+        try:
+            who = self._check(request.headers.get("authorization"), client)
+        except Unauthorized:
+            self.failures.add(client, now)
+            raise
+        if not who.has(scope):
+            raise HTTPException(
+                403,
+                detail=f"this token lacks the scope {scope}",
+                headers={"WWW-Authenticate": f'Bearer error="insufficient_scope" scope="{scope}"'},
+            )
+        return who
+
+    @property
+    def is_open(self) -> bool:
+        return self.open_without_tokens and self._admin_digest is None and not self._tokens
+
+    def _check(self, authorization: str | None, client: str) -> Principal:
+        if self.is_open:
+            return Principal(name=OPEN.name, scopes=OPEN.scopes, client=client)
+        if authorization is None:
+            raise Unauthorized("a token is required: Authorization: Bearer <token>", error=None)
+        kind, _, token = authorization.strip().partition(" ")
+        token = token.strip()
+        if kind.lower() != "bearer" or not token:
+            raise Unauthorized("malformed Authorization header: Bearer <token>", "invalid_request")
+        if self._admin_digest is not None and tokens.matches(token, self._admin_digest):
+            return Principal(name=ADMIN_TOKEN_NAME, scopes=ALL_SCOPES, client=client)
+        parts = tokens.split(token)
+        stored = self._tokens.get(parts[0]) if parts is not None else None
+        if parts is None or stored is None or not tokens.matches(parts[1], stored.secret_hash):
+            raise Unauthorized("unknown token")
+        if stored.revoked_at is not None:
+            raise Unauthorized("the token was revoked")
+        if stored.expires_at is not None and stored.expires_at <= datetime.now(UTC):
+            raise Unauthorized("the token expired")
+        return Principal(
+            name=stored.name,
+            scopes=stored.scopes,
+            queues=stored.queues,
+            types=stored.types,
+            client=client,
+        )
+
+    async def _fresh(self, now: float) -> None:
+        """Reread the tokens if the last read is over REFRESH_SECONDS old; concurrent
+        requests share one read. A failed read keeps the tokens of the last one (the
+        database is down: the request fails on its own query anyway) unless there is
+        none, which is an outage (503)."""
+        if self._loaded_at is not None and now - self._loaded_at < REFRESH_SECONDS:
+            return
+        if self._loading is None or self._loading.done():
+            self._loading = asyncio.ensure_future(self._load())
+        try:
+            await asyncio.shield(self._loading)
+        except Exception as exc:
+            if self._loaded_at is None:
+                raise
+            log.warning("Cannot reread the API tokens; using the last ones read", error=str(exc))
+
+    async def _load(self) -> None:
+        store: Store = await self._store()
+        rows = await store.tokens_list()
+        self._tokens = {t.key_id: t for t in rows}
+        self._loaded_at = time.monotonic()
 
 
 def require(scope: Scope) -> Any:
     """A dependency: the request's principal, once it is known to hold ``scope``."""
 
     async def authenticate(request: Request) -> Principal:
-        # The seam: open until token checking lands.
-        client = request.client.host if request.client else None
-        return Principal(name=OPEN.name, scopes=OPEN.scopes, client=client)
+        authenticator: Authenticator = request.app.state.auth
+        return await authenticator.principal(request, scope)
 
+    authenticate.scope = scope  # type: ignore[attr-defined]  # read by document()
     return Security(authenticate)
+
+
+AUTH_RESPONSES: dict[int, dict[str, Any]] = {
+    401: {"description": "No token, a malformed, unknown, expired or revoked one"},
+    403: {"description": "The token lacks the route's scope, or its queue or type"},
+    429: {"description": "Too many failed authentications from this address"},
+}
+
+
+def route_scope(route: APIRoute) -> Scope | None:
+    for dependency in route.dependant.dependencies:
+        scope = getattr(dependency.call, "scope", None)
+        if isinstance(scope, Scope):
+            return scope
+    return None
+
+
+def install(app: FastAPI, routers: Iterable[APIRouter]) -> None:
+    """Declare the bearer scheme, and each route's scope and auth answers, in the
+    OpenAPI document (``routers``: those included in ``app``). Scopes are listed as the
+    requirement's roles, which OpenAPI 3.1 allows for schemes other than OAuth2, and
+    named in each route's description."""
+    scopes = {
+        (route.path_format, method.lower()): route_scope(route)
+        for router in routers
+        for route in router.routes
+        if isinstance(route, APIRoute)
+        for method in route.methods or ()
+    }
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(
+                title=app.title, version=app.version, summary=app.summary, routes=app.routes
+            )
+            schema.setdefault("components", {})["securitySchemes"] = {
+                SCHEME: {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "A token of `jobqueue tokens create` (docs/security.md)",
+                }
+            }
+            for path, operations in schema["paths"].items():
+                for method, operation in operations.items():
+                    if (path, method) in scopes:
+                        _document(operation, scopes[(path, method)])
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _document(operation: dict[str, Any], scope: Scope | None) -> None:
+    if scope is None:
+        operation["security"] = []
+        return
+    operation["security"] = [{SCHEME: [str(scope)]}]
+    operation["x-scope"] = str(scope)
+    operation["responses"] = {
+        **operation["responses"],
+        **{str(code): answer for code, answer in AUTH_RESPONSES.items()},
+    }
+    note = f"Scope: `{scope}` (or `admin`)."
+    operation["description"] = f"{operation.get('description', '')}\n\n{note}".strip()

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Body, Header, HTTPException, Query, Request, Resp
 from fastapi.responses import JSONResponse
 
 from jobqueue import fields
+from jobqueue.api import access
 from jobqueue.api.auth import require
 from jobqueue.api.errors import field_error
 from jobqueue.api.schemas import (
@@ -34,7 +35,7 @@ from jobqueue.db.pool import is_unavailable
 from jobqueue.encoding import to_json
 from jobqueue.job import FINAL_STATES, Job, JobStatus, QueueInfo, WorkerInfo
 from jobqueue.new_job import NewJob
-from jobqueue.task import PayloadError
+from jobqueue.task import PayloadError, job_options
 from jobqueue.tokens import Principal, Scope
 
 router = APIRouter()
@@ -94,9 +95,14 @@ async def create_job(
     problems = check(request, new, ["body"])
     if problems:
         raise HTTPException(problems_status(problems), detail=problems)
+    refused = access.may_enqueue(who, queue=queue_of(jq, new), type=new.type, field="body")
+    if refused is not None:
+        raise access.forbid(refused)
     trace = {"traceparent": traceparent, "tracestate": tracestate}
     job, created = await jq.enqueue_job(new, headers=trace)
-    return job_response(job, 201 if created else 200, {"Location": f"/jobs/{job.id}"})
+    return job_response(
+        access.shown(job, who), 201 if created else 200, {"Location": f"/jobs/{job.id}"}
+    )
 
 
 @router.post(
@@ -127,8 +133,14 @@ async def create_jobs(
     ]
     if problems:
         raise HTTPException(problems_status(problems), detail=problems)
+    jq = jobqueue(request)
+    for i, new in enumerate(batch.jobs):
+        where = queue_of(jq, new)
+        refused = access.may_enqueue(who, queue=where, type=new.type, field=f"jobs.{i}")
+        if refused is not None:
+            raise access.forbid(refused)
     trace = {"traceparent": traceparent, "tracestate": tracestate}
-    ids = await jobqueue(request).enqueue_jobs(batch.jobs, headers=trace)
+    ids = await jq.enqueue_jobs(batch.jobs, headers=trace)
     return BatchCreated(ids=ids, count=len(ids))
 
 
@@ -173,6 +185,12 @@ def check(request: Request, new: NewJob, loc: list[str | int]) -> list[dict[str,
     return problems
 
 
+def queue_of(jq: JobQueue, new: NewJob) -> str:
+    """The queue the job will be stored in, for a token's reach."""
+    queue, _, _ = job_options(jq.tasks.get(new.type), jq.settings, new.queue)
+    return queue
+
+
 def problems_status(problems: list[dict[str, object]]) -> int:
     return 413 if all(p["type"] == "too_large" for p in problems) else 422
 
@@ -196,11 +214,9 @@ async def get_job(
     With `wait`, the answer waits (woken by the database, not by polling) until the
     job is final or `wait` seconds have passed; a server shutting down answers at once."""
     jq = jobqueue(request)
-    job = await jq.get(id)
-    if job is None:
-        raise HTTPException(404, detail=f"job {id} not found")
+    job = access.visible(await jq.get(id), who, id)
     if wait is not None and job.status not in FINAL_STATES:
-        job = await long_poll(jq, id, wait, request.app.state.stopping)
+        job = access.shown(await long_poll(jq, id, wait, request.app.state.stopping), who)
     return job_response(job)
 
 
@@ -239,7 +255,10 @@ async def retry_job(
     """The job is pending again at once, with fresh attempts; its attempt history stays.
     A pending or running job will run anyway, and a completed one must not run twice
     by accident: those are a 409 naming the state."""
-    return job_response(await jobqueue(request).retry(id))
+    jq = jobqueue(request)
+    if who.restricted:
+        access.visible(await jq.get(id), who, id)
+    return job_response(access.shown(await jq.retry(id), who))
 
 
 @router.post(
@@ -259,8 +278,11 @@ async def cancel_job(
     `cancel_requested_at` set): an async handler is cancelled, an isolated one killed,
     and a sync one sees `ctx.cancel_requested`; the job ends `cancelled`, never retried.
     Cancelling a cancelled job changes nothing (200)."""
-    job = await jobqueue(request).cancel(id)
-    return job_response(job, 202 if job.status == JobStatus.RUNNING else 200)
+    jq = jobqueue(request)
+    if who.restricted:
+        access.visible(await jq.get(id), who, id)
+    job = await jq.cancel(id)
+    return job_response(access.shown(job, who), 202 if job.status == JobStatus.RUNNING else 200)
 
 
 @router.post("/jobs/cancel", response_model=Cancelled, summary="Cancel jobs by filter")
@@ -271,8 +293,12 @@ async def cancel_jobs(
 ) -> Cancelled:
     """Every pending and running job that matches all the filters given, as for one job.
     An empty body `{}` cancels every pending and running job."""
-    counts = await jobqueue(request).cancel_many(type=where.type, queue=where.queue)
-    return Cancelled(**counts)
+    total = Cancelled(cancelled=0, requested=0)
+    for queue, type in access.filters(who, queue=where.queue, type=where.type):
+        counts = await jobqueue(request).cancel_many(type=type, queue=queue)
+        total.cancelled += counts["cancelled"]
+        total.requested += counts["requested"]
+    return total
 
 
 @router.post("/jobs/retry", response_model=Retried, summary="Retry failed jobs by filter")
@@ -283,13 +309,15 @@ async def retry_jobs(
 ) -> Retried:
     """Every failed (and cancelled) job that matches all the filters given is pending
     again, with fresh attempts. An empty body `{}` retries every failed and cancelled job."""
-    retried = await jobqueue(request).retry_many(
-        type=where.type,
-        queue=where.queue,
-        finished_after=where.finished_after,
-        finished_before=where.finished_before,
-        statuses=where.statuses,
-    )
+    retried = 0
+    for queue, type in access.filters(who, queue=where.queue, type=where.type):
+        retried += await jobqueue(request).retry_many(
+            type=type,
+            queue=queue,
+            finished_after=where.finished_after,
+            finished_before=where.finished_before,
+            statuses=where.statuses,
+        )
     return Retried(retried=retried)
 
 
@@ -308,9 +336,8 @@ async def get_attempts(
     its handler logged (null if nothing), and `log_truncated`; an attempt that did not
     fail (completed, running, cancelled) is listed too once it has logged, with no error."""
     jq = jobqueue(request)
-    if await jq.get(id) is None:
-        raise HTTPException(404, detail=f"job {id} not found")
-    return AttemptList(attempts=await jq.attempts(id))
+    access.visible(await jq.get(id), who, id)
+    return AttemptList(attempts=access.shown_attempts(await jq.attempts(id), who))
 
 
 def job_response(job: Job, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -334,10 +361,15 @@ async def list_jobs(
 ) -> JobList:
     """Jobs newest first, filtered by state, type and queue (`?status=failed` lists the dead
     letters). Pass `next_after` from one page as `after` to get the next."""
+    scope = access.reach(who, queue=queue, type=type)
+    if scope is None:
+        return JobList(jobs=[], next_after=None)
+    queues, types = scope
     jobs = await jobqueue(request).list(
-        status=status, type=type, queue=queue, after=after, limit=limit
+        status=status, type=types, queue=queues, after=after, limit=limit
     )
-    return JobList(jobs=jobs, next_after=jobs[-1].id if len(jobs) == limit else None)
+    shown = [access.shown(job, who) for job in jobs]
+    return JobList(jobs=shown, next_after=jobs[-1].id if len(jobs) == limit else None)
 
 
 @router.get("/queues", response_model=QueueList, summary="Every queue at a glance")
@@ -348,7 +380,7 @@ async def list_queues(
     `oldest_pending_seconds`, how long its longest-waiting due job has waited (null when
     none is due). The counts are kept by triggers as jobs change, so this reads a few
     rows however many millions of jobs there are."""
-    return QueueList(queues=await jobqueue(request).queues())
+    return QueueList(queues=access.queues_shown(await jobqueue(request).queues(), who))
 
 
 @router.post("/queues/{name}/pause", response_model=QueueInfo, summary="Pause a queue")
@@ -357,6 +389,7 @@ async def pause_queue(
 ) -> QueueInfo:
     """No worker starts a job of this queue until it is resumed; running jobs finish, and
     new jobs are still accepted. Takes effect at each worker's next claim."""
+    access.may_control_queue(who, name)
     return await jobqueue(request).pause(name)
 
 
@@ -365,6 +398,7 @@ async def resume_queue(
     request: Request, who: Annotated[Principal, require(Scope.QUEUES)], name: QueueName
 ) -> QueueInfo:
     """Workers start the queue's jobs again at once (they are woken by NOTIFY)."""
+    access.may_control_queue(who, name)
     return await jobqueue(request).resume(name)
 
 

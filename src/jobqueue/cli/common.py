@@ -51,6 +51,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
     }
     if getattr(args, "migrate", None) == "false":
         flags["migrate"] = "false"
+    if getattr(args, "insecure_no_auth", False):
+        flags["insecure_no_auth"] = "true"
     if getattr(args, "queue_entries", None):
         flags["queues"] = ",".join(args.queue_entries)
     return config.load(flags=flags)

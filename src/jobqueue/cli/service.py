@@ -30,6 +30,13 @@ def add_service_commands(commands: Commands) -> None:
             const="false",
             help="do not apply the schema at start-up",
         )
+        if roles.api:
+            cmd.add_argument(
+                "--insecure-no-auth",
+                action="store_true",
+                help="serve HTTP beyond loopback while no API token exists (a warning "
+                "is logged); without it, such a start is refused",
+            )
         if roles.worker:
             cmd.add_argument(
                 "--queue",

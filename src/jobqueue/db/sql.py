@@ -96,6 +96,9 @@ class Queries:
     retention_delete: str
     retry_jobs: str
     schema_create: str
+    token_create: str
+    token_revoke: str
+    tokens_list: str
     worker_heartbeat: str
     worker_register: str
     unique_holder: str

@@ -42,6 +42,7 @@ from jobqueue.db.records import (
 )
 from jobqueue.db.sql import Queries, queries
 from jobqueue.job import Attempt, Job, JobStatus, QueueInfo, WorkerInfo
+from jobqueue.tokens import StoredToken, TokenInfo
 
 
 class Executor(Protocol):
@@ -351,13 +352,16 @@ class Store:
         self,
         *,
         status: JobStatus | None,
-        type: str | None,
-        queue: str | None,
+        types: Sequence[str] | None,
+        queues: Sequence[str] | None,
         before_id: int | None,
         limit: int,
     ) -> list[Job]:
-        """Newest first; ``before_id`` pages on from the last id of the page before."""
-        records = await self.db.fetch(self._q.list_jobs, status, type, queue, before_id, limit)
+        """Newest first; ``before_id`` pages on from the last id of the page before.
+        ``types``, ``queues``: None for any."""
+        records = await self.db.fetch(
+            self._q.list_jobs, status, _list(types), _list(queues), before_id, limit
+        )
         return [Job.from_record(r) for r in records]
 
     async def job_attempts(self, *, job_id: int) -> list[Attempt]:
@@ -442,6 +446,26 @@ class Store:
     async def advisory_unlock(self, *, key: int) -> None:
         await self.db.execute(self._q.advisory_unlock, key)
 
+    # -- API tokens ----------------------------------------------------------------------
+
+    async def token_create(
+        self, *, token: StoredToken, expires_in_seconds: float | None
+    ) -> TokenInfo | None:
+        """Store ``token``; None when an unrevoked token already has its name."""
+        record = await self.db.fetchrow(
+            self._q.token_create, token.key_id, token.name, token.secret_hash,
+            list(token.scopes), _or_none(token.queues), _or_none(token.types),
+            self.clock.now(), expires_in_seconds,
+        )  # fmt: skip
+        return None if record is None else TokenInfo.from_record(record)
+
+    async def token_revoke(self, *, name: str) -> TokenInfo | None:
+        record = await self.db.fetchrow(self._q.token_revoke, name, self.clock.now())
+        return None if record is None else TokenInfo.from_record(record)
+
+    async def tokens_list(self) -> list[StoredToken]:
+        return [StoredToken.from_record(r) for r in await self.db.fetch(self._q.tokens_list)]
+
     async def schema_create(self) -> None:
         await self.db.execute(self._q.schema_create)
 
@@ -476,6 +500,14 @@ def _fenced_out(jobs: Sequence[ClaimedJob], changed: Sequence[Any]) -> list[Clai
         return []
     ids = {row["id"] for row in changed}
     return [job for job in jobs if job.id not in ids]
+
+
+def _list(values: Sequence[str] | None) -> list[str] | None:
+    return None if values is None else list(values)
+
+
+def _or_none(values: frozenset[str] | None) -> list[str] | None:
+    return None if values is None else sorted(values)
 
 
 def _count(status: str) -> int:

@@ -1,0 +1,97 @@
+"""What a principal may see and touch: its token's queues and types, and its payloads.
+
+A token restricted to queues or types acts as if the jobs outside them did not exist:
+they are left out of lists and counts, their ids are a 404, and a filter over them
+touches nothing. Enqueueing or pausing outside them is a 403, naming the queue or type,
+since the caller named it. Without `payloads:read`, a job's payload and result and an
+attempt's log are null (a stored payload is never null, so null means hidden).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from fastapi import HTTPException
+
+from jobqueue.job import Attempt, Job, JobNotFound, QueueInfo
+from jobqueue.tokens import Principal, Scope
+
+
+def visible(job: Job | None, who: Principal, job_id: int) -> Job:
+    """``job`` as ``who`` may see it; JobNotFound if missing or out of reach."""
+    if job is None or not who.allows(queue=job.queue, type=job.type):
+        raise JobNotFound(job_id)
+    return shown(job, who)
+
+
+def shown(job: Job, who: Principal) -> Job:
+    if who.has(Scope.PAYLOADS):
+        return job
+    return dataclasses.replace(job, payload=None, result=None)
+
+
+def shown_attempts(attempts: list[Attempt], who: Principal) -> list[Attempt]:
+    if who.has(Scope.PAYLOADS):
+        return attempts
+    return [dataclasses.replace(a, log=None) for a in attempts]
+
+
+def may_enqueue(who: Principal, *, queue: str, type: str, field: str) -> str | None:
+    """Why ``who`` may not enqueue such a job, or None if it may."""
+    if who.queues is not None and queue not in who.queues:
+        return f"this token may not use queue {queue!r} ({field}.queue)"
+    if who.types is not None and type not in who.types:
+        return f"this token may not use type {type!r} ({field}.type)"
+    return None
+
+
+def forbid(reason: str) -> HTTPException:
+    return HTTPException(403, detail=reason)
+
+
+def may_control_queue(who: Principal, queue: str) -> None:
+    if who.queues is not None and queue not in who.queues:
+        raise forbid(f"this token may not use queue {queue!r}")
+
+
+def reach(
+    who: Principal, *, queue: str | None, type: str | None
+) -> tuple[list[str] | None, list[str] | None] | None:
+    """The queues and types a list or a filter may cover (None: any), or None when
+    the filter asked for is wholly out of the token's reach."""
+    queues = _set_within(queue, who.queues)
+    types = _set_within(type, who.types)
+    if queues == [] or types == []:
+        return None
+    return queues, types
+
+
+def _set_within(wanted: str | None, allowed: frozenset[str] | None) -> list[str] | None:
+    if allowed is None:
+        return None if wanted is None else [wanted]
+    if wanted is None:
+        return sorted(allowed)
+    return [wanted] if wanted in allowed else []
+
+
+def queues_shown(queues: Iterable[QueueInfo], who: Principal) -> list[QueueInfo]:
+    if who.queues is None:
+        return list(queues)
+    return [q for q in queues if q.name in who.queues]
+
+
+def filters(
+    who: Principal, *, queue: str | None, type: str | None
+) -> list[tuple[str | None, str | None]]:
+    """The (queue, type) filters, one per statement, that a control action by filter
+    runs to stay within the token's reach: [] when nothing is within it."""
+    scope = reach(who, queue=queue, type=type)
+    if scope is None:
+        return []
+    queues, types = scope
+    return [(q, t) for q in _any_of(queues) for t in _any_of(types)]
+
+
+def _any_of(names: list[str] | None) -> list[str | None]:
+    return [None] if names is None else list(names)
