@@ -439,6 +439,15 @@ class Settings:
         "`worker` that has no HTTP API; with `--processes N` it serves the sum of all N. "
         "Unset: no such port (`serve` and `api` have /metrics on their HTTP port).",
     )
+    auth_max_failures: int = setting(
+        "JOBQUEUE_AUTH_MAX_FAILURES",
+        positive_int,
+        20,
+        "Failed authentications one client address may make in a minute before the "
+        "HTTP API answers its every request with 429 until the minute has passed (per "
+        "API process). Lower slows a scanner sooner; behind a proxy every client shares "
+        "the proxy's address unless uvicorn is told to trust its forwarded headers.",
+    )
     migrate: bool = field(
         default=True,
         metadata={"doc": "Apply the schema at start-up (`--no-migrate` turns it off)."},

@@ -45,7 +45,10 @@ def create_app(
     # holding the shutdown up.
     app.state.stopping = asyncio.Event()
     app.state.auth = auth.Authenticator(
-        jq.store, open_without_tokens=open_without_tokens, admin_secret=admin_secret
+        jq.store,
+        open_without_tokens=open_without_tokens,
+        admin_secret=admin_secret,
+        max_failures=jq.settings.auth_max_failures,
     )
     app.include_router(router)
     auth.install(app, [router])

@@ -31,11 +31,8 @@ log = structlog.get_logger("jobqueue.api")
 # How stale an API process's view of the tokens may be: a revocation takes effect
 # within this (plus one query) on every process. Shorter costs a query more often.
 REFRESH_SECONDS = 0.5
-# Failed authentications one client address may make in FAILURE_WINDOW_SECONDS before
-# every request from it is refused with a 429 until the window has passed. A secret of
-# 256 bits cannot be guessed at any rate; this keeps scanners out of the logs and the
-# database, and a client with a stale token from hammering.
-MAX_FAILURES = 20
+# The window of JOBQUEUE_AUTH_MAX_FAILURES. A secret of 256 bits cannot be guessed at
+# any rate; the limit keeps scanners and a client with a stale token from hammering.
 FAILURE_WINDOW_SECONDS = 60.0
 SCHEME = "bearerAuth"
 
@@ -52,6 +49,7 @@ class Unauthorized(HTTPException):
 class Failures:
     """Recent failed authentications of each client address (this process only)."""
 
+    limit: int
     times: dict[str, deque[float]] = field(default_factory=dict)
 
     def refused_for(self, client: str, now: float) -> float | None:
@@ -64,7 +62,7 @@ class Failures:
         if not seen:
             del self.times[client]
             return None
-        if len(seen) < MAX_FAILURES:
+        if len(seen) < self.limit:
             return None
         return seen[0] + FAILURE_WINDOW_SECONDS - now
 
@@ -83,6 +81,7 @@ class Authenticator:
         *,
         open_without_tokens: bool,
         admin_secret: str | None,
+        max_failures: int,
     ) -> None:
         """``store``: an awaitable factory of the Store to read tokens with.
         ``open_without_tokens``: with no token at all, let every request through (a
@@ -93,7 +92,7 @@ class Authenticator:
         self._tokens: dict[str, StoredToken] = {}
         self._loaded_at: float | None = None
         self._loading: asyncio.Task[None] | None = None
-        self.failures = Failures()
+        self.failures = Failures(limit=max_failures)
 
     async def principal(self, request: Request, scope: Scope) -> Principal:
         client = request.client.host if request.client else "unknown"

@@ -1,0 +1,306 @@
+"""Authentication over real HTTP against real `jobqueue api` processes: every route
+refuses every kind of bad token and changes nothing; revocation reaches a second
+process; a non-loopback bind with no token is refused; payloads are redacted without
+`payloads:read`; a client that keeps failing is slowed down."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+
+from jobqueue.config import Settings
+from jobqueue.db.store import Store
+from jobqueue.tokens import new_token
+from tests.conftest import Process, Spawn, free_port, jobqueue
+
+pytestmark = pytest.mark.anyio
+
+
+async def make_token(
+    db: asyncpg.Connection,
+    schema: str,
+    name: str,
+    scopes: list[str],
+    *,
+    queues: list[str] | None = None,
+) -> str:
+    stored, secret = new_token(name=name, scopes=scopes, queues=queues)
+    assert await Store(db, schema).token_create(token=stored, expires_in_seconds=None)
+    return secret
+
+
+@dataclass
+class Tokens:
+    admin: str
+    expired: str
+    revoked: str
+    lacking: str  # metrics:read only
+    reader: str  # jobs:read only: lacks the scope of /metrics
+    other_queue: str  # every scope but admin, for queue "other" only
+
+
+async def tokens(db: asyncpg.Connection, schema: str) -> Tokens:
+    everything = [
+        "jobs:enqueue", "jobs:read", "payloads:read", "jobs:control", "queues:control",
+        "metrics:read",
+    ]  # fmt: skip
+    made = Tokens(
+        admin=await make_token(db, schema, "admin", ["admin"]),
+        expired=await make_token(db, schema, "expired", ["admin"]),
+        revoked=await make_token(db, schema, "revoked", ["admin"]),
+        lacking=await make_token(db, schema, "lacking", ["metrics:read"]),
+        reader=await make_token(db, schema, "reader", ["jobs:read"]),
+        other_queue=await make_token(db, schema, "other", everything, queues=["other"]),
+    )
+    await db.execute(
+        f"""UPDATE "{schema}".api_tokens SET expires_at = now() - interval '1 hour'
+            WHERE name = 'expired'"""
+    )
+    assert await Store(db, schema).token_revoke(name="revoked")
+    return made
+
+
+@pytest.fixture
+def api(spawn: Spawn, env: dict[str, str]) -> tuple[str, Process]:
+    # The matrix below fails to authenticate some hundred times from one address.
+    server = spawn(["api"], dict(env, JOBQUEUE_AUTH_MAX_FAILURES="100000"), name="api")
+    base = f"http://127.0.0.1:{env['PORT']}"
+    server.wait_http(base)
+    return base, server
+
+
+# A body each route accepts, and its path's parameters, for a job of queue "default".
+BODIES: dict[tuple[str, str], Any] = {
+    ("post", "/jobs"): {"type": "noop"},
+    ("post", "/jobs/batch"): {"jobs": [{"type": "noop"}]},
+    ("post", "/jobs/cancel"): {},
+    ("post", "/jobs/retry"): {},
+}
+
+# What the token restricted to queue "other" gets on a job or queue of "default":
+# refused where it names the queue, not found by id, nothing within reach by filter.
+OTHER_QUEUE = {
+    ("post", "/jobs"): 403,
+    ("post", "/jobs/batch"): 403,
+    ("get", "/jobs/{id}"): 404,
+    ("get", "/jobs/{id}/attempts"): 404,
+    ("post", "/jobs/{id}/retry"): 404,
+    ("post", "/jobs/{id}/cancel"): 404,
+    ("post", "/queues/{name}/pause"): 403,
+    ("post", "/queues/{name}/resume"): 403,
+}
+
+
+async def snapshot(db: asyncpg.Connection, schema: str) -> list[str]:
+    rows = []
+    for table in ("jobs", "queues", "api_tokens", "job_attempts"):
+        for r in await db.fetch(f'SELECT * FROM "{schema}".{table} ORDER BY 1'):
+            rows.append(f"{table}: {dict(r.items())}")
+    return rows
+
+
+async def test_every_route_refuses_each_bad_token_and_changes_nothing(
+    api: tuple[str, Process], db: asyncpg.Connection, schema: str
+) -> None:
+    base, _ = api
+    made = await tokens(db, schema)
+    pending = await db.fetchval(
+        f"""INSERT INTO "{schema}".jobs (type) VALUES ('noop') RETURNING id"""
+    )
+    await db.execute(
+        f"""INSERT INTO "{schema}".jobs (type, status, attempts, finished_at)
+            VALUES ('noop', 'failed', 3, now())"""
+    )
+    async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+        schema_doc = (await client.get("/openapi.json")).json()
+    operations = [
+        (method, path, op["x-scope"])
+        for path, ops in schema_doc["paths"].items()
+        for method, op in ops.items()
+        if "x-scope" in op
+    ]
+    assert len(operations) >= 14, operations
+    before = await snapshot(db, schema)
+
+    async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+
+        async def call(method: str, path: str, token: str | None) -> httpx.Response:
+            url = path.replace("{id}", str(pending)).replace("{name}", "default")
+            headers = {"Content-Type": "application/json"}
+            if token is not None:
+                headers["Authorization"] = token
+            body = BODIES.get((method, path))
+            return await client.request(
+                method, url, headers=headers, content=None if body is None else json.dumps(body)
+            )
+
+        for method, path, scope in operations:
+            where = f"{method.upper()} {path}"
+            missing = await call(method, path, None)
+            assert missing.status_code == 401, where
+            assert missing.headers["www-authenticate"] == "Bearer", where
+            for bad in ("Bearer", "Basic dXNlcjpwYXNz", "Bearer jqt_nope", "Bearer " + "x" * 64):
+                answer = await call(method, path, bad)
+                assert answer.status_code == 401, (where, bad)
+                assert answer.headers["www-authenticate"].startswith("Bearer"), where
+            expired = await call(method, path, f"Bearer {made.expired}")
+            assert (expired.status_code, expired.json()["detail"]) == (401, "the token expired")
+            revoked = await call(method, path, f"Bearer {made.revoked}")
+            assert (revoked.status_code, revoked.json()["detail"]) == (401, "the token was revoked")
+            lacking = made.reader if scope == "metrics:read" else made.lacking
+            refused = await call(method, path, f"Bearer {lacking}")
+            assert refused.status_code == 403, where
+            assert scope in refused.json()["detail"], where
+            assert f'scope="{scope}"' in refused.headers["www-authenticate"], where
+            other = await call(method, path, f"Bearer {made.other_queue}")
+            expected = 403 if scope == "admin" else OTHER_QUEUE.get((method, path), 200)
+            assert other.status_code == expected, (where, other.text)
+            if other.status_code == 200 and path in ("/jobs/cancel", "/jobs/retry"):
+                assert set(other.json().values()) == {0}, (where, other.text)
+            if other.status_code == 200 and path == "/jobs":
+                assert other.json()["jobs"] == [], where
+            if other.status_code == 200 and path == "/queues":
+                assert other.json()["queues"] == [], where
+
+        assert await snapshot(db, schema) == before
+        assert (await call("get", "/jobs/{id}", f"Bearer {made.admin}")).status_code == 200
+
+
+async def test_a_client_that_keeps_failing_is_refused_for_a_while(
+    spawn: Spawn, env: dict[str, str], db: asyncpg.Connection, schema: str
+) -> None:
+    base = f"http://127.0.0.1:{env['PORT']}"
+    spawn(["api"], env).wait_http(base)  # JOBQUEUE_AUTH_MAX_FAILURES: 20, the default
+    admin = await make_token(db, schema, "admin", ["admin"])
+    async with httpx.AsyncClient(base_url=base) as client:
+        statuses = [
+            (await client.get("/jobs", headers={"Authorization": f"Bearer jqt_x_{i}"})).status_code
+            for i in range(25)
+        ]
+        assert statuses[:20] == [401] * 20
+        assert statuses[20:] == [429] * 5
+        # The right token from that address waits too: otherwise a guess could still be
+        # told apart from a refusal.
+        blocked = await client.get("/jobs", headers={"Authorization": f"Bearer {admin}"})
+        assert blocked.status_code == 429
+        assert 1 <= int(blocked.headers["retry-after"]) <= 60
+        assert (await client.get("/healthz")).status_code == 200
+
+
+async def test_revocation_reaches_a_second_api_process_within_a_second(
+    spawn: Spawn, env: dict[str, str], db: asyncpg.Connection, schema: str
+) -> None:
+    first, second = dict(env), dict(env, PORT=str(free_port()))
+    for e in (first, second):
+        spawn(["api"], e, name=f"api-{e['PORT']}").wait_http(f"http://127.0.0.1:{e['PORT']}")
+    secret = await make_token(db, schema, "ci", ["jobs:read"])
+    headers = {"Authorization": f"Bearer {secret}"}
+    urls = [f"http://127.0.0.1:{e['PORT']}/jobs" for e in (first, second)]
+    async with httpx.AsyncClient(headers=headers) as client:
+        deadline = time.monotonic() + 5
+        while [(await client.get(u)).status_code for u in urls] != [200, 200]:
+            assert time.monotonic() < deadline, "a new token was not accepted within 5 s"
+            await asyncio.sleep(0.1)
+
+        revoked = await asyncio.to_thread(jobqueue, env, "tokens", "revoke", "ci")
+        assert revoked.returncode == 0, revoked.stderr
+        # Each process rereads the tokens before answering once its view is 0.5 s old.
+        await asyncio.sleep(1.0)
+        for url in urls:
+            answer = await client.get(url)
+            assert (answer.status_code, answer.json()["detail"]) == (401, "the token was revoked")
+
+
+def test_a_bind_beyond_loopback_needs_a_token_or_an_explicit_override(
+    spawn: Spawn, env: dict[str, str]
+) -> None:
+    refused = jobqueue(env, "api", "--host", "0.0.0.0")
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines() == [
+        "jobqueue: error: refusing to serve HTTP on 0.0.0.0 without authentication: create "
+        "a token (jobqueue tokens create --name NAME --scope SCOPE), set "
+        "JOBQUEUE_ADMIN_TOKEN, or pass --insecure-no-auth"
+    ]
+
+    base = f"http://127.0.0.1:{env['PORT']}"
+    server = spawn(["api", "--host", "0.0.0.0", "--insecure-no-auth"], env, name="insecure")
+    server.wait_http(base)
+    assert "with no authentication" in server.output
+    assert httpx.get(f"{base}/jobs").status_code == 200
+    server.stop()
+
+    created = jobqueue(env, "tokens", "create", "--name", "ops", "--scope", "admin", "--json")
+    assert created.returncode == 0, created.stderr
+    secret = json.loads(created.stdout)["secret"]
+    server = spawn(["api", "--host", "0.0.0.0"], env, name="with-token")
+    server.wait_http(base)
+    assert httpx.get(f"{base}/jobs").status_code == 401
+    assert httpx.get(f"{base}/jobs", headers={"Authorization": f"Bearer {secret}"}).is_success
+    assert httpx.get(f"{base}/readyz").status_code == 200
+
+
+def test_the_bootstrap_token_of_the_environment(spawn: Spawn, env: dict[str, str]) -> None:
+    secret = "s" * 40
+    env.update(JOBQUEUE_ADMIN_TOKEN=secret)
+    base = f"http://127.0.0.1:{env['PORT']}"
+    spawn(["api", "--host", "0.0.0.0"], env).wait_http(base)
+    assert httpx.get(f"{base}/queues").status_code == 401
+    assert httpx.get(f"{base}/queues", headers={"Authorization": f"Bearer {secret}"}).is_success
+
+    short = jobqueue(dict(env, JOBQUEUE_ADMIN_TOKEN="short", PORT=str(free_port())), "api")
+    assert short.returncode == 1
+    assert "JOBQUEUE_ADMIN_TOKEN must be at least 32 characters" in short.stderr
+
+
+async def test_payloads_results_and_logs_need_payloads_read(
+    api: tuple[str, Process], db: asyncpg.Connection, schema: str, settings: Settings
+) -> None:
+    base, _ = api
+    reader = await make_token(db, schema, "reader", ["jobs:read"])
+    full = await make_token(db, schema, "full", ["jobs:read", "payloads:read"])
+    mailer = await make_token(db, schema, "mailer", ["jobs:enqueue", "jobs:read"], queues=["mail"])
+    job_id = await db.fetchval(
+        f"""INSERT INTO "{schema}".jobs
+                (type, queue, payload, status, attempts, result, finished_at)
+            VALUES ('send', 'mail', '{{"to": "a@example.com"}}', 'completed', 1,
+                    '{{"message_id": 7}}', now()) RETURNING id"""
+    )
+    await db.execute(
+        f"""INSERT INTO "{schema}".job_logs (job_id, attempt, started_at, worker_id, log)
+            VALUES ($1, 1, now(), 'w', 'sent to a@example.com')""",
+        job_id,
+    )
+    async with httpx.AsyncClient(base_url=base) as client:
+
+        async def get(path: str, token: str) -> Any:
+            answer = await client.get(path, headers={"Authorization": f"Bearer {token}"})
+            assert answer.status_code == 200, answer.text
+            return answer.json()
+
+        hidden = await get(f"/jobs/{job_id}", reader)
+        assert (hidden["payload"], hidden["result"], hidden["status"]) == (None, None, "completed")
+        assert (await get("/jobs", reader))["jobs"][0]["payload"] is None
+        attempts = (await get(f"/jobs/{job_id}/attempts", reader))["attempts"]
+        assert [a["log"] for a in attempts] == [None]
+
+        shown = await get(f"/jobs/{job_id}", full)
+        assert (shown["payload"], shown["result"]) == ({"to": "a@example.com"}, {"message_id": 7})
+        attempts = (await get(f"/jobs/{job_id}/attempts", full))["attempts"]
+        assert "a@example.com" in attempts[0]["log"]
+
+        # A token for one queue sees that queue's jobs only, and enqueues nowhere else.
+        assert [j["id"] for j in (await get("/jobs", mailer))["jobs"]] == [job_id]
+        assert [q["name"] for q in (await get("/queues", mailer))["queues"]] == ["mail"]
+        auth = {"Authorization": f"Bearer {mailer}"}
+        billing = await client.post("/jobs", json={"type": "x", "queue": "billing"}, headers=auth)
+        assert billing.status_code == 403
+        assert "billing" in billing.json()["detail"]
+        mail = await client.post("/jobs", json={"type": "x", "queue": "mail"}, headers=auth)
+        assert mail.status_code == 201
