@@ -284,39 +284,70 @@ def run(command: list[str], *args: str) -> dict[str, Any]:
 
 
 def enqueue_http(dsn: str, runs: int, scale: float) -> dict[str, Any]:
-    """`POST /jobs` from 16 concurrent clients against `jobqueue api`, and that server's CPU."""
+    """`POST /jobs` from 16 concurrent clients against `jobqueue api`, and that server's
+    CPU; each round once open (no token exists) and once with a bearer token."""
     jobs, clients = max(16, int(10_000 * scale)), 16
-    rates, cpu_per_job = [], []
+    rates: dict[bool, list[float]] = {False: [], True: []}
+    cpu_per_job: dict[bool, list[float]] = {False: [], True: []}
     for i in range(runs):
-        progress(f"jobqueue: enqueue_http run {i + 1}/{runs}")
-        port = free_port()
-        env = {**os.environ, "DATABASE_URL": dsn, "PORT": str(port),
-               "JOBQUEUE_LOG_LEVEL": "warning", "WORKER_COUNT": str(clients)}  # fmt: skip
-        api = subprocess.Popen([sys.executable, "-m", "jobqueue", "api"], env=env)
-        try:
-            wait_http(f"http://127.0.0.1:{port}/healthz", api)
-            before = cpu_seconds(api.pid)
-            seconds = asyncio.run(post_jobs(port, jobs, clients))
-            cpu_per_job.append((cpu_seconds(api.pid) - before) / jobs * 1e6)
-            rates.append(jobs / seconds)
-        finally:
-            api.terminate()
-            api.wait(30)
+        for auth in (False, True):
+            name = "enqueue_http_auth" if auth else "enqueue_http"
+            progress(f"jobqueue: {name} run {i + 1}/{runs}")
+            port = free_port()
+            env = {**os.environ, "DATABASE_URL": dsn, "PORT": str(port),
+                   "JOBQUEUE_LOG_LEVEL": "warning", "WORKER_COUNT": str(clients)}  # fmt: skip
+            api = subprocess.Popen([sys.executable, "-m", "jobqueue", "api"], env=env)
+            try:
+                wait_http(f"http://127.0.0.1:{port}/healthz", api)
+                token = asyncio.run(bench_token(dsn, auth))
+                before = cpu_seconds(api.pid)
+                seconds = asyncio.run(post_jobs(port, jobs, clients, token))
+                cpu_per_job[auth].append((cpu_seconds(api.pid) - before) / jobs * 1e6)
+                rates[auth].append(jobs / seconds)
+            finally:
+                api.terminate()
+                api.wait(30)
+    ratios = [on / off for on, off in zip(rates[True], rates[False], strict=True)]
     return {
-        "enqueue_http": round(statistics.median(rates), 2),
-        "enqueue_http_server_cpu_us_per_job": round(statistics.median(cpu_per_job), 1),
+        "enqueue_http": round(statistics.median(rates[False]), 2),
+        "enqueue_http_server_cpu_us_per_job": round(statistics.median(cpu_per_job[False]), 1),
+        "enqueue_http_auth": round(statistics.median(rates[True]), 2),
+        "enqueue_http_auth_server_cpu_us_per_job": round(statistics.median(cpu_per_job[True]), 1),
+        "enqueue_http_auth_ratio": round(statistics.median(ratios), 3),
     }
 
 
-async def post_jobs(port: int, jobs: int, clients: int) -> float:
+async def bench_token(dsn: str, auth: bool) -> str | None:
+    """No token at all (the API is open on loopback), or one with `jobs:enqueue`."""
+    from jobqueue.db.store import Store
+    from jobqueue.tokens import new_token
+
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute('DELETE FROM "jobqueue".api_tokens')
+        if not auth:
+            return None
+        stored, secret = new_token(name="bench", scopes=["jobs:enqueue"])
+        await Store(conn, "jobqueue").token_create(token=stored, expires_in_seconds=None)
+        return secret
+    finally:
+        await conn.close()
+
+
+async def post_jobs(port: int, jobs: int, clients: int, token: str | None) -> float:
     """16 keep-alive connections posting the same job, each waiting for its answer.
 
     A minimal HTTP/1.1 client: a general one (httpx) spends more CPU per request than
     the server does, and on two cores it would measure itself."""
     body = b'{"type": "noop", "payload": {}}'
+    auth = b"" if token is None else b"Authorization: Bearer " + token.encode() + b"\r\n"
     request = (
         b"POST /jobs HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
-        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+        + auth
+        + b"Content-Length: "
+        + str(len(body)).encode()
+        + b"\r\n\r\n"
+        + body
     )
 
     async def client(count: int) -> None:
@@ -379,6 +410,7 @@ LOWER_IS_BETTER = (
     "worker_rss_mib",
     "drain_rss_mib",
     "enqueue_http_server_cpu",
+    "enqueue_http_auth_server_cpu",
     "pressure_before_p",
     "pressure_hold_p",
 )
