@@ -201,7 +201,7 @@ class Settings:
         text,
         "127.0.0.1",
         "Address the HTTP API binds. The default keeps it off the network; "
-        "use 0.0.0.0 to serve other hosts (put authentication in front first).",
+        "use 0.0.0.0 to serve other hosts, which needs an API token (docs/security.md).",
     )
     port: int = setting(
         "PORT",
