@@ -95,7 +95,16 @@ class Authenticator:
         self.failures = Failures(limit=max_failures)
 
     async def principal(self, request: Request, scope: Scope) -> Principal:
+        """Who the request acts as, by its Authorization header."""
         client = request.client.host if request.client else "unknown"
+        return await self.authenticate(request.headers.get("authorization"), client, scope)
+
+    async def authenticate(
+        self, authorization: str | None, client: str, scope: Scope | None
+    ) -> Principal:
+        """Who ``authorization`` (``Bearer <token>``, or None) acts as, from ``client``;
+        ``scope``: the scope it must hold (None: any valid token). Raises the 401, 403
+        or 429 to answer; a 401 counts against the client's failure limit."""
         now = time.monotonic()
         wait = self.failures.refused_for(client, now)
         if wait is not None:
@@ -106,11 +115,11 @@ class Authenticator:
             )
         await self._fresh(now)
         try:
-            who = self._check(request.headers.get("authorization"), client)
+            who = self._check(authorization, client)
         except Unauthorized:
             self.failures.add(client, now)
             raise
-        if not who.has(scope):
+        if scope is not None and not who.has(scope):
             raise HTTPException(
                 403,
                 detail=f"this token lacks the scope {scope}",
