@@ -309,3 +309,37 @@ async def test_payloads_results_and_logs_need_payloads_read(
         assert "billing" in billing.json()["detail"]
         mail = await client.post("/jobs", json={"type": "x", "queue": "mail"}, headers=auth)
         assert mail.status_code == 201
+
+
+async def test_tokens_over_http_with_the_admin_scope(
+    api: tuple[str, Process], db: asyncpg.Connection, schema: str
+) -> None:
+    base, _ = api
+    admin = {"Authorization": f"Bearer {await make_token(db, schema, 'ops', ['admin'])}"}
+    async with httpx.AsyncClient(base_url=base, headers=admin) as client:
+        new = {"name": "ci", "scopes": ["jobs:read"], "queues": ["mail"]}
+        created = await client.post("/tokens", json=new)
+        assert created.status_code == 201, created.text
+        secret = created.json()["secret"]
+        assert created.json()["state"] == "active"
+        assert (await client.post("/tokens", json=new)).status_code == 409
+        bad = await client.post("/tokens", json={"name": "x", "scopes": ["jobs:write"]})
+        assert bad.status_code == 422
+        assert bad.json()["detail"][0]["field"] == "scopes.0"
+
+        listed = await client.get("/tokens")
+        assert secret not in listed.text
+        assert [t["name"] for t in listed.json()["tokens"]] == ["ops", "ci"]
+
+        ci = {"Authorization": f"Bearer {secret}"}
+        assert (await client.get("/jobs", headers=ci)).status_code == 200
+        assert (await client.get("/tokens", headers=ci)).status_code == 403
+        revoked = await client.post("/tokens/ci/revoke")
+        assert (revoked.status_code, revoked.json()["state"]) == (200, "revoked")
+        assert (await client.post("/tokens/ci/revoke")).status_code == 404
+        within = time.monotonic() + 1.0
+        answer = await client.get("/jobs", headers=ci)
+        while answer.status_code == 200 and time.monotonic() < within:
+            await asyncio.sleep(0.05)
+            answer = await client.get("/jobs", headers=ci)
+        assert answer.status_code == 401

@@ -174,6 +174,10 @@ class Authenticator:
                 raise
             log.warning("Cannot reread the API tokens; using the last ones read", error=str(exc))
 
+    def invalidate(self) -> None:
+        """Reread the tokens before the next check: this process changed them."""
+        self._loaded_at = None
+
     async def _load(self) -> None:
         store: Store = await self._store()
         rows = await store.tokens_list()

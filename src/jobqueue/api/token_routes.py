@@ -1,0 +1,126 @@
+"""The API's tokens over HTTP (scope `admin`): the same as `jobqueue tokens`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Body, HTTPException, Path, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from jobqueue.api.auth import require
+from jobqueue.api.routes import jobqueue
+from jobqueue.tokens import NAME, Principal, Scope, TokenError, TokenInfo, new_token
+
+router = APIRouter()
+
+TokenName = Annotated[
+    str, Path(pattern=f"^{NAME.pattern}$", description="The token's name.", examples=["ci"])
+]
+
+
+class TokenOut(BaseModel):
+    """A token as listed: never its secret."""
+
+    name: str
+    scopes: list[Scope]
+    queues: list[str] | None
+    types: list[str] | None
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+    state: str = Field(description="`active`, `expired` or `revoked`")
+
+    @classmethod
+    def of(cls, info: TokenInfo, now: datetime) -> TokenOut:
+        return cls(
+            name=info.name,
+            scopes=[Scope(s) for s in info.scopes],
+            queues=None if info.queues is None else list(info.queues),
+            types=None if info.types is None else list(info.types),
+            created_at=info.created_at,
+            expires_at=info.expires_at,
+            revoked_at=info.revoked_at,
+            state=info.state(now),
+        )
+
+
+class TokenList(BaseModel):
+    tokens: list[TokenOut]
+
+
+class NewToken(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=f"^{NAME.pattern}$", examples=["billing-app"])
+    scopes: list[Scope] = Field(min_length=1, examples=[["jobs:enqueue", "jobs:read"]])
+    queues: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        default=None, min_length=1, description="Only these queues; null: every queue."
+    )
+    types: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        default=None, min_length=1, description="Only these job types; null: every type."
+    )
+    expires_in_seconds: float | None = Field(
+        default=None, gt=0, le=10 * 365 * 86400, description="null: never expires."
+    )
+
+
+class TokenCreated(TokenOut):
+    secret: str = Field(description="Shown in this answer only: store it now.")
+
+
+@router.get("/tokens", response_model=TokenList, summary="Every API token, without secrets")
+async def list_tokens(
+    request: Request, who: Annotated[Principal, require(Scope.ADMIN)]
+) -> TokenList:
+    """Revoked and expired tokens too, with their state."""
+    store = await jobqueue(request).store()
+    now = await store.clock_now()
+    return TokenList(tokens=[TokenOut.of(t.info(), now) for t in await store.tokens_list()])
+
+
+@router.post(
+    "/tokens",
+    status_code=201,
+    response_model=TokenCreated,
+    summary="Create an API token",
+    responses={
+        409: {"description": "An unrevoked token has this name"},
+        422: {"description": "An invalid field"},
+    },
+)
+async def create_token(
+    request: Request,
+    who: Annotated[Principal, require(Scope.ADMIN)],
+    new: Annotated[NewToken, Body()],
+) -> TokenCreated:
+    """The answer holds the secret, once: only its hash is stored."""
+    try:
+        stored, secret = new_token(
+            name=new.name, scopes=new.scopes, queues=new.queues, types=new.types
+        )
+    except TokenError as exc:  # pragma: no cover - the model checks the same first
+        raise HTTPException(422, detail=str(exc)) from exc
+    store = await jobqueue(request).store()
+    info = await store.token_create(token=stored, expires_in_seconds=new.expires_in_seconds)
+    if info is None:
+        raise HTTPException(409, detail=f"a token named {new.name!r} exists; revoke it first")
+    request.app.state.auth.invalidate()
+    return TokenCreated(**TokenOut.of(info, datetime.now(UTC)).model_dump(), secret=secret)
+
+
+@router.post(
+    "/tokens/{name}/revoke",
+    response_model=TokenOut,
+    summary="Revoke an API token",
+    responses={404: {"description": "No unrevoked token has this name"}},
+)
+async def revoke_token(
+    request: Request, who: Annotated[Principal, require(Scope.ADMIN)], name: TokenName
+) -> TokenOut:
+    """Every API process refuses it within a second."""
+    info = await (await jobqueue(request).store()).token_revoke(name=name)
+    if info is None:
+        raise HTTPException(404, detail=f"no unrevoked token is named {name!r}")
+    request.app.state.auth.invalidate()
+    return TokenOut.of(info, info.revoked_at or info.created_at)
