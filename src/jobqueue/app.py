@@ -141,6 +141,12 @@ class JobQueue:
         """The database's DSN; resolving it may start the embedded server."""
         return self._database.dsn
 
+    @property
+    def direct_dsn(self) -> str:
+        """Where sessions (migrations, LISTEN) connect: JOBQUEUE_DIRECT_DATABASE_URL, else
+        the DSN."""
+        return self._database.direct_dsn
+
     def use_dsn(self, dsn: str) -> None:
         """Use a DSN resolved elsewhere (the server process resolves it once)."""
         self._database.use_dsn(dsn)
@@ -202,7 +208,7 @@ class JobQueue:
         settings = worker_settings(self.settings, queues=queues, concurrency=concurrency)
         if settings.migrate:
             await self.migrate()
-        dsn = await self._database.resolved_dsn()
+        dsn = await self._database.resolved_direct_dsn()
         async with in_process(
             await self.pool(), dsn, settings, self.tasks, clock=self.clock
         ) as worker:

@@ -216,6 +216,16 @@ class Settings:
         "PostgreSQL to use. Unset: an embedded PostgreSQL in JOBQUEUE_DATA_DIR, "
         "started and stopped with the process (for development and single hosts).",
     )
+    direct_database_url: str | None = setting(
+        "JOBQUEUE_DIRECT_DATABASE_URL",
+        optional_text,
+        None,
+        "A session to the same database that no pooler stands in front of, for what "
+        "needs one: migrations, LISTEN and its advisory lock. Unset: DATABASE_URL. Set "
+        "to another address, it says that DATABASE_URL goes through PgBouncer in "
+        "transaction mode: pooled connections then prepare no named statements and "
+        "set no session settings (docs/scaling.md).",
+    )
     worker_count: int = setting(
         "WORKER_COUNT",
         positive_int,

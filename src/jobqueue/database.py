@@ -57,6 +57,21 @@ class Database:
         """Use a DSN resolved elsewhere (the server process resolves it once)."""
         self._dsn = dsn
 
+    @property
+    def direct_dsn(self) -> str:
+        """Where sessions go (migrations, LISTEN): JOBQUEUE_DIRECT_DATABASE_URL, else
+        the DSN."""
+        return self.settings.direct_database_url or self.dsn
+
+    @property
+    def pooler(self) -> bool:
+        """Whether the DSN is a pooler in transaction mode (a direct DSN set apart)."""
+        direct = self.settings.direct_database_url
+        return direct is not None and direct != self.settings.database_url
+
+    async def resolved_direct_dsn(self) -> str:
+        return self.settings.direct_database_url or await self.resolved_dsn()
+
     async def resolved_dsn(self) -> str:
         # Starting the embedded server blocks for up to a second: not on the event loop.
         return self._dsn if self._dsn is not None else await asyncio.to_thread(lambda: self.dsn)
@@ -70,6 +85,7 @@ class Database:
                 await self.resolved_dsn(),
                 max_size=POOL_SIZE,
                 statement_timeout=self.settings.statement_timeout,
+                pooler=self.pooler,
             )
             store = Store(pool, self.settings.schema, self._clock)
             found = self._loops[loop] = LoopResources(pool, store, Enqueuer(store))
@@ -78,12 +94,12 @@ class Database:
     async def waiter(self) -> Waiter:
         resources = await self.resources()
         if resources.waiter is None:
-            resources.waiter = Waiter(resources.store, await self.resolved_dsn())
+            resources.waiter = Waiter(resources.store, await self.resolved_direct_dsn())
         return resources.waiter
 
     async def migrate(self) -> list[int]:
         # A connection of its own: a migration may outlast the pool's statement timeout.
-        conn = await connect(await self.resolved_dsn())
+        conn = await connect(await self.resolved_direct_dsn())
         try:
             return await migrate(conn, self.settings.schema)
         finally:

@@ -88,7 +88,7 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
 
     sock = listen_socket(settings.host, settings.port) if roles.api else None
     metrics = observability.start_metrics(settings, jq.tasks, http=roles.api)
-    dsn = jq.dsn
+    dsn = jq.direct_dsn  # the workers' LISTEN
     if not await wait_for_database(jq, stop):
         return 0  # stopped before the database could be reached
     pool = await jq.pool()

@@ -36,7 +36,7 @@ def run(settings: Settings, processes: int) -> int:
     dsn, embedded = resolve_dsn(settings)
     try:
         if settings.migrate:
-            migrate_when_reachable(dsn, settings.schema)
+            migrate_when_reachable(settings.direct_database_url or dsn, settings.schema)
         env = child_environment(settings, dsn)
         if settings.metrics == "on" and settings.metrics_port is not None:
             from jobqueue.observability.metrics import ChildrenMetrics

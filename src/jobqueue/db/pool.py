@@ -157,8 +157,26 @@ async def resend_unsent(run: Callable[[], Awaitable[T]], pool: asyncpg.Pool) -> 
 
 
 async def create_pool(
-    dsn: str, *, min_size: int = 1, max_size: int = 10, statement_timeout: float = 30.0
+    dsn: str,
+    *,
+    min_size: int = 1,
+    max_size: int = 10,
+    statement_timeout: float = 30.0,
+    pooler: bool = False,
 ) -> asyncpg.Pool:
+    """``pooler``: ``dsn`` is PgBouncer in transaction mode, which hands each
+    transaction to any server connection. So no named prepared statements (asyncpg's
+    statement cache: each statement is then parsed on every execution, unnamed) and no
+    settings sent at start-up (PgBouncer refuses the ones it does not know, and could
+    not keep them per client): the session settings come from PgBouncer's
+    ``connect_query`` or the role instead (docs/scaling.md)."""
+    settings = {
+        "application_name": "jobqueue",
+        # Every query of the runtime takes milliseconds; one stuck behind a lock or
+        # a sick server fails after this instead of holding a worker or a request.
+        "statement_timeout": f"{int(statement_timeout * 1000)}ms",
+        **SESSION_SETTINGS,
+    }
     pool = Pool(
         dsn,
         min_size=min_size,
@@ -167,13 +185,8 @@ async def create_pool(
         init=init_connection,
         timeout=CONNECT_TIMEOUT,
         command_timeout=statement_timeout + REPLY_MARGIN,
-        server_settings={
-            "application_name": "jobqueue",
-            # Every query of the runtime takes milliseconds; one stuck behind a lock or
-            # a sick server fails after this instead of holding a worker or a request.
-            "statement_timeout": f"{int(statement_timeout * 1000)}ms",
-            **SESSION_SETTINGS,
-        },
+        server_settings={"application_name": "jobqueue"} if pooler else settings,
+        statement_cache_size=0 if pooler else 100,
         # What asyncpg.create_pool, which cannot make a subclass, passes by default.
         connection_class=asyncpg.Connection,
         record_class=asyncpg.Record,
