@@ -49,6 +49,9 @@ from jobqueue.worker import Worker
 
 SCHEMA = "jobqueue"
 MIXED = os.environ.get("JQBENCH_MIXED") == "1"
+# The `*_pgbouncer` workloads: the same database through PgBouncer (bench/pgbouncer.py),
+# LISTEN and the runner's own connection direct.
+POOLER = os.environ.get("JQBENCH_POOLER_DSN") if os.environ.get("JQBENCH_PGBOUNCER") else None
 METRICS = os.environ.get("JQBENCH_METRICS") == "1"
 MIXED_QUEUES = ("default", "mail=400", "reports=200", "bulk")
 
@@ -61,7 +64,12 @@ class JobqueueAdapter(harness.Adapter):
     def __init__(self, dsn: str) -> None:
         super().__init__(dsn)
         # Per-job log lines off, as for every peer: the queue is measured, not the logger.
-        self.settings = Settings(database_url=dsn, schema=SCHEMA, log_level="warning")
+        self.settings = Settings(
+            database_url=POOLER or dsn,
+            direct_database_url=dsn if POOLER else None,
+            schema=SCHEMA,
+            log_level="warning",
+        )
 
     async def open(self) -> None:
         logs.configure("warning")
@@ -157,7 +165,7 @@ class JobqueueAdapter(harness.Adapter):
             on_job(payload.get("seq"))
 
         metrics = observability.start_metrics(settings, jq.tasks, http=True) if METRICS else None
-        worker = Worker(await jq.pool(), jq.dsn, settings, jq.tasks)
+        worker = Worker(await jq.pool(), jq.direct_dsn, settings, jq.tasks)
         await worker.start()
         if metrics is not None:
             metrics.watch(await jq.pool(), worker, None)
@@ -331,6 +339,10 @@ if __name__ == "__main__":
         os.environ["JQBENCH_METRICS"] = "1"
         METRICS = True
         sys.argv[1] = "drain"
+    if sys.argv[1] in ("drain_pgbouncer", "enqueue_concurrent_pgbouncer"):
+        os.environ["JQBENCH_PGBOUNCER"] = "1"  # inherited by the drain's workers
+        POOLER = os.environ["JQBENCH_POOLER_DSN"]
+        sys.argv[1] = sys.argv[1].removesuffix("_pgbouncer")
     if sys.argv[1:2] == ["drain_mixed"]:
         os.environ["JQBENCH_MIXED"] = "1"
         MIXED = True

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
+import runpy
 import statistics
 import subprocess
 import sys
@@ -68,6 +70,13 @@ def workloads(scale: float) -> list[Workload]:
         # drain_1proc with Prometheus metrics on, run right after it in every round.
         Workload("drain_1proc_metrics", "drain_metrics", ("--n", n(50_000), "--processes", "1"),
                  "rate", "jobs/s", jobqueue_only=True),
+        # Through PgBouncer in transaction mode, run right after the direct ones.
+        Workload("drain_1proc_pgbouncer", "drain_pgbouncer",
+                 ("--n", n(50_000), "--processes", "1"), "rate", "jobs/s",
+                 jobqueue_only=True, named_only=True),
+        Workload("enqueue_concurrent_pgbouncer", "enqueue_concurrent_pgbouncer",
+                 ("--n", n(10_000), "--clients", "16"), "rate", "jobs/s",
+                 jobqueue_only=True, named_only=True),
         Workload("drain_2proc", "drain", ("--n", n(50_000), "--processes", "2"), "rate", "jobs/s"),
         Workload("cpu_1proc", "drain", ("--n", n(20_000), "--processes", "1", "--cpu-ms", "1"),
                  "rate", "jobs/s"),
@@ -114,7 +123,12 @@ def main(argv: list[str] | None = None) -> int:
         for peer in peers:
             systems[peer] = [str(peer_python(peer)), str(HERE / "peers" / f"{peer}_runner.py")]
         dsns = {name: system_dsn(dsn, name) for name in systems}
-        figures = {"machine": machine(dsn)} | measure(systems, dsns, chosen, args.runs)
+        with contextlib.ExitStack() as stack:
+            if any(w.key.endswith("_pgbouncer") for w in chosen):
+                pgbouncer = runpy.run_path(str(HERE / "pgbouncer.py"))["pgbouncer"]
+                pooled = stack.enter_context(pgbouncer(dsns["jobqueue"], free_port()))
+                os.environ["JQBENCH_POOLER_DSN"] = pooled
+            figures = {"machine": machine(dsn)} | measure(systems, dsns, chosen, args.runs)
         if not args.only or "enqueue_http" in args.only.split(","):
             figures["systems"]["jobqueue"].update(
                 enqueue_http(dsns["jobqueue"], args.runs, 0.1 if args.quick else 1)
@@ -230,6 +244,8 @@ def measure(
 ROUND_RATIOS = (
     ("drain_1proc_metrics_ratio", "drain_1proc_metrics", "drain_1proc"),
     ("drain_1proc_1M_history_ratio", "drain_1proc_1M_history", "drain_1proc"),
+    ("drain_1proc_pgbouncer_ratio", "drain_1proc_pgbouncer", "drain_1proc"),
+    ("enqueue_concurrent_pgbouncer_ratio", "enqueue_concurrent_pgbouncer", "enqueue_concurrent"),
 )
 
 
