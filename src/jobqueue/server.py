@@ -23,7 +23,7 @@ import structlog
 
 from jobqueue import observability
 from jobqueue.app import JobQueue
-from jobqueue.db.pool import is_unavailable
+from jobqueue.db.pool import is_unavailable, pooler_refusal
 from jobqueue.worker import Worker
 
 if TYPE_CHECKING:
@@ -191,6 +191,9 @@ async def wait_for_database(jq: JobQueue, stop: asyncio.Event) -> bool:
                 await jq.migrate()
             return True
         except Exception as exc:
+            refusal = pooler_refusal(exc)
+            if refusal is not None:
+                raise StartupError(refusal) from exc
             if not is_unavailable(exc):
                 raise
             await jq.close_pool(terminate=True)

@@ -19,7 +19,7 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.conftest import Spawn, free_port
+from tests.conftest import Spawn, free_port, jobqueue
 
 pytestmark = pytest.mark.anyio
 
@@ -70,6 +70,19 @@ def pgbouncer(pg_dsn: str, tmp_path: Path) -> Iterator[str]:
         process.terminate()
         process.wait(10)
         log.close()
+
+
+def test_pgbouncer_without_a_direct_session_is_one_line_and_exit_1(
+    env: dict[str, str], pgbouncer: str
+) -> None:
+    for command in (["serve"], ["jobs", "list"]):
+        done = jobqueue(dict(env, DATABASE_URL=pgbouncer), *command)
+        assert done.returncode == 1, done
+        assert done.stderr.strip().splitlines() == [
+            "jobqueue: error: the database refused a session setting (unsupported startup "
+            "parameter: statement_timeout): DATABASE_URL looks like PgBouncer; set "
+            "JOBQUEUE_DIRECT_DATABASE_URL to the database itself (docs/scaling.md)"
+        ], done.stderr
 
 
 async def test_serve_through_pgbouncer_in_transaction_mode(

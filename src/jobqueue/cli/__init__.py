@@ -10,7 +10,7 @@ from jobqueue.cli import admin, jobs, queues, service, tokens, workers
 from jobqueue.cli.common import Run, UsageError
 from jobqueue.config import ConfigError
 from jobqueue.db.embedded import EmbeddedPostgresError
-from jobqueue.db.pool import is_unavailable
+from jobqueue.db.pool import is_unavailable, pooler_refusal
 from jobqueue.job import JobNotFound, JobStateError
 from jobqueue.server import StartupError
 
@@ -33,6 +33,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"jobqueue: error: {exc}", file=sys.stderr)
         code = 1
     except Exception as exc:
+        refusal = pooler_refusal(exc)
+        if refusal is not None:
+            print(f"jobqueue: error: {refusal}", file=sys.stderr)
+            sys.exit(1)
         if not is_unavailable(exc):
             raise
         print(f"jobqueue: error: database unavailable: {exc}", file=sys.stderr)

@@ -244,7 +244,23 @@ def is_unavailable(exc: BaseException) -> bool:
         asyncpg.CrashShutdownError,
         asyncpg.TooManyConnectionsError,
     )
+    if pooler_refusal(exc) is not None:
+        return False  # waiting would not help
     return isinstance(exc, unavailable) or never_sent(exc)
+
+
+def pooler_refusal(exc: BaseException) -> str | None:
+    """What to do when ``exc`` is PgBouncer refusing the session settings a direct
+    connection sends (it is then no outage, and retrying cannot help), else None."""
+    if isinstance(exc, asyncpg.ProtocolViolationError) and "unsupported startup parameter" in str(
+        exc
+    ):
+        return (
+            f"the database refused a session setting ({exc}): DATABASE_URL looks like "
+            "PgBouncer; set JOBQUEUE_DIRECT_DATABASE_URL to the database itself "
+            "(docs/scaling.md)"
+        )
+    return None
 
 
 def error_text(exc: BaseException) -> str:
