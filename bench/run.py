@@ -129,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
                 pooled = stack.enter_context(pgbouncer(dsns["jobqueue"], free_port()))
                 os.environ["JQBENCH_POOLER_DSN"] = pooled
             figures = {"machine": machine(dsn)} | measure(systems, dsns, chosen, args.runs)
+        if "connections" in args.only.split(","):  # minutes long: only when named
+            figures["systems"]["jobqueue"].update(connection_budget(dsns["jobqueue"]))
         if not args.only or "enqueue_http" in args.only.split(","):
             figures["systems"]["jobqueue"].update(
                 enqueue_http(dsns["jobqueue"], args.runs, 0.1 if args.quick else 1)
@@ -333,6 +335,59 @@ def enqueue_http(dsn: str, runs: int, scale: float) -> dict[str, Any]:
     }
 
 
+def connection_budget(dsn: str) -> dict[str, Any]:
+    """Server connections held by `jobqueue worker --processes N` at WORKER_COUNT=100,
+    N = 1, 4, 8: once started and idle, and the most seen while it drains 20,000 jobs
+    per process (sampled every 50 ms)."""
+    figures: dict[str, Any] = {}
+    for processes in (1, 4, 8):
+        progress(f"jobqueue: connections with --processes {processes}")
+        env = {**os.environ, "DATABASE_URL": dsn, "WORKER_COUNT": "100",
+               "JOBQUEUE_LOG_LEVEL": "warning", "JOBQUEUE_APP": "jobqueue.demo:jq"}  # fmt: skip
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "jobqueue", "worker", "--processes", str(processes)], env=env
+        )
+        try:
+            idle, busy = asyncio.run(count_connections(dsn, processes))
+        finally:
+            worker.terminate()
+            worker.wait(60)
+        figures[f"connections_{processes}proc_idle"] = idle
+        figures[f"connections_{processes}proc_busy"] = busy
+    return figures
+
+
+async def count_connections(dsn: str, processes: int) -> tuple[int, int]:
+    conn = await asyncpg.connect(dsn)
+    count = """SELECT count(*) FROM pg_stat_activity
+               WHERE datname = current_database() AND pid <> pg_backend_pid()"""
+    try:
+        # Started: every process registered; then settled: a few heartbeats later.
+        deadline = time.monotonic() + 60
+        while True:
+            with contextlib.suppress(asyncpg.UndefinedTableError):
+                if await conn.fetchval("SELECT count(*) FROM jobqueue.workers") >= processes:
+                    break
+            if time.monotonic() > deadline:
+                raise SystemExit("jobqueue bench: the workers did not start")
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(5)
+        idle: int = await conn.fetchval(count)
+        await conn.execute(
+            "INSERT INTO jobqueue.jobs (type) SELECT 'noop' FROM generate_series(1, $1)",
+            20_000 * processes,
+        )
+        busy = idle
+        while await conn.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM jobqueue.jobs WHERE status IN ('pending', 'running'))"
+        ):
+            busy = max(busy, await conn.fetchval(count))
+            await asyncio.sleep(0.05)
+        return idle, busy
+    finally:
+        await conn.close()
+
+
 async def bench_token(dsn: str, auth: bool) -> str | None:
     """No token at all (the API is open on loopback), or one with `jobs:enqueue`."""
     from jobqueue.db.store import Store
@@ -477,12 +532,16 @@ def flat(figures: dict[str, Any]) -> dict[str, Any]:
 def label(key: str) -> str:
     if key.endswith(("_ms", "_mib", "_us_per_job", "_ratio", "_seconds")):
         return key
+    if key.startswith("connections_"):
+        return f"{key} (server connections)"
     return f"{key} (jobs/s)"
 
 
 def fmt(value: Any) -> str:
     if value is None:
         return "-"
+    if isinstance(value, int):
+        return f"{value:,}"
     if abs(value) < 10:  # ratios and milliseconds: 0.96 and 0.94 are not both "0.9"
         return f"{value:,.2f}"
     return f"{value:,.1f}" if abs(value) < 100 else f"{value:,.0f}"

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from jobqueue import observability
+from jobqueue import observability, wakeups
 from jobqueue.app import JobQueue
 from jobqueue.db.pool import is_unavailable, pooler_refusal
 from jobqueue.worker import Worker
@@ -93,7 +93,11 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
         return 0  # stopped before the database could be reached
     pool = await jq.pool()
     try:
-        worker = Worker(pool, dsn, settings, jq.tasks, clock=jq.clock) if roles.worker else None
+        worker = (
+            Worker(pool, dsn, settings, jq.tasks, clock=jq.clock, relayed=wakeups.relayed_here())
+            if roles.worker
+            else None
+        )
         if worker is not None:
             await worker.start()
         if metrics is not None:

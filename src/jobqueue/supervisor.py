@@ -3,9 +3,11 @@ runs Python code on one core at a time (the GIL).
 
 The supervisor finds the database once (starting the embedded server if that is
 the default), migrates once, and starts the workers with the resolved settings.
-It forwards SIGINT/SIGTERM to them (a second signal too, which cuts their grace
-period short) and exits 0 when all of them did. A worker that dies on its own
-(a crash, the OOM killer) is started again; its jobs come back after their lease.
+It holds the host's one LISTEN connection and relays its wake-ups to the workers
+over their stdin (jobqueue.wakeups). It forwards SIGINT/SIGTERM to them (a second
+signal too, which cuts their grace period short) and exits 0 when all of them did.
+A worker that dies on its own (a crash, the OOM killer) is started again; its jobs
+come back after their lease.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Callable
 
 import structlog
 
-from jobqueue import config
+from jobqueue import config, wakeups
 from jobqueue.config import Settings
 from jobqueue.db.migrate import migrate
 from jobqueue.db.pool import connect, is_unavailable, resolve_dsn
@@ -37,16 +39,22 @@ def run(settings: Settings, processes: int) -> int:
     try:
         if settings.migrate:
             migrate_when_reachable(settings.direct_database_url or dsn, settings.schema)
-        env = child_environment(settings, dsn)
-        if settings.metrics == "on" and settings.metrics_port is not None:
-            from jobqueue.observability.metrics import ChildrenMetrics
+        env = child_environment(settings, dsn) | {wakeups.RELAYED: "1"}
+        relay = wakeups.Relay(settings.direct_database_url or dsn, settings.schema)
+        relay.start()
+        try:
+            if settings.metrics == "on" and settings.metrics_port is not None:
+                from jobqueue.observability.metrics import ChildrenMetrics
 
-            metrics = ChildrenMetrics(settings)
-            try:
-                return Supervisor(metrics.environment(env), processes, metrics.exited).run()
-            finally:
-                metrics.close()
-        return Supervisor(env, processes).run()
+                metrics = ChildrenMetrics(settings)
+                try:
+                    env = metrics.environment(env)
+                    return Supervisor(env, processes, relay, metrics.exited).run()
+                finally:
+                    metrics.close()
+            return Supervisor(env, processes, relay).run()
+        finally:
+            relay.stop()
     finally:
         if embedded is not None:
             embedded.stop()
@@ -98,11 +106,14 @@ class Supervisor:
         self,
         env: dict[str, str],
         processes: int,
+        relay: wakeups.Relay,
         on_exit: Callable[[int], None] = lambda pid: None,
     ) -> None:
-        """``on_exit``: told the pid of each worker process that ended."""
+        """``relay``: wakes the workers, over their stdin. ``on_exit``: told the pid of
+        each worker process that ended."""
         self._env = env
         self._processes = processes
+        self._relay = relay
         self._on_exit = on_exit
         self._children: list[subprocess.Popen[bytes]] = []
         self._signals: list[int] = []
@@ -131,11 +142,15 @@ class Supervisor:
         return 0 if all(code in clean for code in codes) else 1
 
     def _start(self) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
+        child = subprocess.Popen(
             [sys.executable, "-m", "jobqueue", "worker", "--no-migrate"],
             env=self._env,
+            stdin=subprocess.PIPE,
             preexec_fn=_stop_with_parent(),
         )
+        assert child.stdin is not None
+        self._relay.attach(child.stdin)
+        return child
 
     def _forward(self, signum: int) -> None:
         for child in self._children:
@@ -146,6 +161,8 @@ class Supervisor:
         for i, child in enumerate(self._children):
             if child.poll() is not None:
                 self._on_exit(child.pid)
+                if child.stdin is not None:
+                    self._relay.detach(child.stdin)
                 log.warning(
                     f"Worker process {child.pid} exited with code {child.returncode}; "
                     f"starting another in {RESTART_DELAY_SECONDS:g}s"

@@ -34,7 +34,7 @@ class Waiter:
     def __init__(self, store: Store, dsn: str) -> None:
         self._store = store
         self._wakers: dict[int, set[asyncio.Event]] = {}
-        self._listener = Listener(dsn, store, store.done_channel, self._announced)
+        self._listener = Listener(dsn, store.schema, store.done_channel, self._announced)
         self._task: asyncio.Task[None] | None = None
         self.signals = WaiterSignals()
 

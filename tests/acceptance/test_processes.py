@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
 import time
+from pathlib import Path
 
 import asyncpg
+import pytest
 
+from jobqueue import JobQueue
 from tests.apps.ledger_app import create_ledger
 from tests.conftest import Process, Spawn
 
@@ -40,6 +44,16 @@ def worker_pids(supervisor: Process) -> list[int]:
     return [int(p) for p in found[-1].split(",")]
 
 
+def started_workers(supervisor: Process, processes: int) -> list[int]:
+    """The pids of the supervisor's workers, once each has started."""
+    pids = worker_pids(supervisor)
+    deadline = time.monotonic() + 30
+    while supervisor.output.count("worker started") < processes:
+        assert time.monotonic() < deadline, supervisor.output
+        time.sleep(0.05)
+    return pids
+
+
 def wait_ledger(dsn: str, schema: str, jobs: int) -> list[asyncpg.Record]:
     deadline = time.monotonic() + 60
     while len(rows := asyncio.run(ledger(dsn, schema))) < jobs:
@@ -62,11 +76,7 @@ def test_processes_share_the_work_and_stop_together(
 ) -> None:
     supervisor = spawn(["worker", "--processes", "2", "--app", "ledger_app:jq"], env)
     supervisor.wait_for_output("Started 2 worker processes")
-    pids = worker_pids(supervisor)
-    deadline = time.monotonic() + 30
-    while supervisor.output.count("worker started") < 2:
-        assert time.monotonic() < deadline, supervisor.output
-        time.sleep(0.05)
+    pids = started_workers(supervisor, 2)
 
     asyncio.run(fill(pg_dsn, schema, 2000))
     rows = wait_ledger(pg_dsn, schema, 2000)
@@ -119,3 +129,72 @@ def test_a_stop_while_the_workers_are_still_starting_is_clean(
     supervisor.popen.send_signal(signal.SIGTERM)  # before they install their handlers
     assert supervisor.popen.wait(30) == 0, supervisor.output
     assert "exit_codes=" in supervisor.output
+
+
+def sockets_of(pid: int) -> set[int]:
+    """The inodes of the sockets process ``pid`` holds."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.startswith("socket:["):
+                inodes.add(int(target[8:-1]))
+    return inodes
+
+
+def local_ports(inodes: set[int]) -> set[int]:
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[9]) in inodes:
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+async def server_connections(dsn: str, pid: int) -> list[str]:
+    """The application names of the server connections process ``pid`` holds."""
+    ports = local_ports(sockets_of(pid))
+    conn = await asyncpg.connect(dsn)
+    try:
+        rows = await conn.fetch(
+            "SELECT application_name FROM pg_stat_activity WHERE client_port = ANY($1::int[])",
+            sorted(ports),
+        )
+        return sorted(r["application_name"] for r in rows)
+    finally:
+        await conn.close()
+
+
+def test_one_listen_connection_wakes_every_process(
+    pg_dsn: str, schema: str, env: dict[str, str], spawn: Spawn
+) -> None:
+    """The supervisor listens and relays: its children hold no LISTEN connection, and
+    still start a job at once (their fallback poll is 30 s away) and stop one asked to."""
+    if not pg_dsn.startswith("postgresql://") or "@127.0.0.1" not in pg_dsn:
+        pytest.fail("this test counts TCP connections: it needs a TCP DSN on 127.0.0.1")
+    env.update(POLL_INTERVAL_SECONDS="30", JOBQUEUE_APP="jobqueue.demo:jq")
+    supervisor = spawn(["worker", "--processes", "3"], env)
+    supervisor.wait_for_output("Started 3 worker processes")
+    pids = started_workers(supervisor, 3)
+
+    async def go() -> None:
+        async with JobQueue(pg_dsn, schema=schema) as jq:
+            for _ in range(6):
+                job = await jq.enqueue("noop", {})
+                assert (await jq.wait(job.id, timeout=10)).status == "completed"
+            long = await jq.enqueue("sleep", {"seconds": 60})
+            deadline = time.monotonic() + 10
+            while (await jq.get(long.id)).status != "running":  # type: ignore[union-attr]
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+            await jq.cancel(long.id)
+            assert (await jq.wait(long.id, timeout=10)).status == "cancelled"
+
+    asyncio.run(go())
+    held = {pid: asyncio.run(server_connections(pg_dsn, pid)) for pid in pids}
+    assert all("jobqueue-listener" not in names for names in held.values()), held
+    own = asyncio.run(server_connections(pg_dsn, supervisor.popen.pid))
+    assert own == ["jobqueue-listener"], own
+    supervisor.popen.send_signal(signal.SIGTERM)
+    assert supervisor.popen.wait(30) == 0, supervisor.output

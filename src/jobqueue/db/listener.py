@@ -34,19 +34,21 @@ class Listener:
     def __init__(
         self,
         dsn: str,
-        store: Store,
+        schema: str,
         channel: str,
         on_queue: Callable[[str | None], None],
         *,
         cancel_channel: str | None = None,
         on_cancel: Callable[[int], None] | None = None,
+        on_state: Callable[[bool], None] = lambda listening: None,
     ) -> None:
         self._dsn = dsn
         self._channel = channel
         self._cancel_channel = cancel_channel
         self._on_cancel = on_cancel  # called with the id of a job asked to stop
-        self._store = store  # for its schema and its ping, run on the LISTEN connection
-        self._on_queue = on_queue  # called with the queue named, or None: "check all"
+        self._schema = schema  # for the ping, run on the LISTEN connection
+        self._on_queue = on_queue  # called with the payload, or None: "check all"
+        self._on_state = on_state  # told when LISTEN comes (True) and goes (False)
         self.listening = asyncio.Event()  # set while LISTEN is in place
 
     @property
@@ -67,15 +69,18 @@ class Listener:
                 if backoff > 0.1:
                     log.info("listener reconnected; wake-ups by NOTIFY again")
                 self.listening.set()
+                self._on_state(True)
                 backoff = 0.1
                 self._on_queue(None)  # a job may have arrived while we were away
-                error = await self._watch(self._store.on(conn), lost)
+                error = await self._watch(Store(conn, self._schema), lost)
                 log.warning("listener connection lost; polling until it is back", error=error)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 log.warning("listener cannot connect; polling meanwhile", error=error_text(exc))
             finally:
+                if self.listening.is_set():
+                    self._on_state(False)
                 self.listening.clear()
                 if conn is not None and not conn.is_closed():
                     conn.terminate()

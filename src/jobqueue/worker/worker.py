@@ -28,6 +28,7 @@ from jobqueue.maintenance import Leader
 from jobqueue.observability import job_logs, observers
 from jobqueue.retry import ExponentialBackoff
 from jobqueue.task import Task, job_options
+from jobqueue.wakeups import RelayedListener
 from jobqueue.worker.completer import Completer
 from jobqueue.worker.executor import Executor
 from jobqueue.worker.heartbeat import Heartbeat
@@ -104,8 +105,11 @@ class Worker:
         tasks: Mapping[str, Task[Any, Any]],
         *,
         clock: Clock | None = None,
+        relayed: bool = False,
     ) -> None:
-        """``clock``: the time its queries take as now (a test's; default the database's)."""
+        """``clock``: the time its queries take as now (a test's; default the database's).
+        ``relayed``: wake-ups come from the supervisor (jobqueue.wakeups), not from a
+        LISTEN connection of this process's own."""
         for task in tasks.values():
             task.prepare()
         store = Store(pool, settings.schema, clock)
@@ -141,13 +145,17 @@ class Worker:
             poll_interval=settings.poll_interval,
             notified_reliably=lambda: self.listener.healthy,
         )
-        self.listener = Listener(
-            dsn,
-            store,
-            store.channel,
-            self.producer.notified,
-            cancel_channel=store.cancel_channel,
-            on_cancel=self.executor.cancel,
+        self.listener: Listener | RelayedListener = (
+            RelayedListener(self.producer.notified, on_cancel=self.executor.cancel)
+            if relayed
+            else Listener(
+                dsn,
+                store.schema,
+                store.channel,
+                self.producer.notified,
+                cancel_channel=store.cancel_channel,
+                on_cancel=self.executor.cancel,
+            )
         )
         self.heartbeat = Heartbeat(
             store,
