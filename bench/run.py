@@ -129,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
                 pooled = stack.enter_context(pgbouncer(dsns["jobqueue"], free_port()))
                 os.environ["JQBENCH_POOLER_DSN"] = pooled
             figures = {"machine": machine(dsn)} | measure(systems, dsns, chosen, args.runs)
+        if "wakeup" in args.only.split(","):
+            figures["systems"]["jobqueue"].update(wakeup_latency(dsns["jobqueue"], args.runs))
         if "connections" in args.only.split(","):  # minutes long: only when named
             figures["systems"]["jobqueue"].update(connection_budget(dsns["jobqueue"]))
         if not args.only or "enqueue_http" in args.only.split(","):
@@ -333,6 +335,67 @@ def enqueue_http(dsn: str, runs: int, scale: float) -> dict[str, Any]:
         "enqueue_http_auth_server_cpu_us_per_job": round(statistics.median(cpu_per_job[True]), 1),
         "enqueue_http_auth_ratio": round(statistics.median(ratios), 3),
     }
+
+
+def wakeup_latency(dsn: str, runs: int) -> dict[str, Any]:
+    """From a job's commit to its claim (its created_at to its started_at, both the
+    database's clock), 200 jobs 20 ms apart, for `jobqueue worker` alone (its own
+    LISTEN) and `--processes 2` (the supervisor's LISTEN, relayed), alternated."""
+    p50s: dict[int, list[float]] = {1: [], 2: []}
+    p99s: dict[int, list[float]] = {1: [], 2: []}
+    for i in range(runs):
+        for processes in (1, 2):
+            progress(f"jobqueue: wakeup --processes {processes} run {i + 1}/{runs}")
+            env = {**os.environ, "DATABASE_URL": dsn, "JOBQUEUE_LOG_LEVEL": "warning",
+                   "JOBQUEUE_APP": "jobqueue.demo:jq"}  # fmt: skip
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "jobqueue", "worker", "--processes", str(processes)],
+                env=env,
+            )
+            try:
+                waits = asyncio.run(claim_waits(dsn, processes))
+            finally:
+                worker.terminate()
+                worker.wait(60)
+            p50s[processes].append(statistics.median(waits))
+            p99s[processes].append(statistics.quantiles(waits, n=100)[98])
+    return {
+        f"wakeup_{n}proc_{q}_ms": round(statistics.median(values[n]), 3)
+        for n in (1, 2)
+        for q, values in (("p50", p50s), ("p99", p99s))
+    }
+
+
+async def claim_waits(dsn: str, processes: int) -> list[float]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with contextlib.suppress(asyncpg.UndefinedTableError):
+                if await conn.fetchval("SELECT count(*) FROM jobqueue.workers") >= processes:
+                    break
+            if time.monotonic() > deadline:
+                raise SystemExit("jobqueue bench: the workers did not start")
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(2)  # every LISTEN in place
+        await conn.execute("DELETE FROM jobqueue.jobs")
+        for _ in range(200):
+            await conn.execute("INSERT INTO jobqueue.jobs (type) VALUES ('noop')")
+            await asyncio.sleep(0.02)
+        unclaimed = "SELECT count(*) FROM jobqueue.jobs WHERE started_at IS NULL"
+        deadline = time.monotonic() + 30
+        while True:
+            if not await conn.fetchval(unclaimed):
+                break
+            if time.monotonic() > deadline:
+                raise SystemExit("jobqueue bench: jobs left unclaimed for 30 s")
+            await asyncio.sleep(0.05)
+        rows = await conn.fetch(
+            "SELECT extract(epoch FROM started_at - created_at) * 1000 AS ms FROM jobqueue.jobs"
+        )
+        return [float(r["ms"]) for r in rows]
+    finally:
+        await conn.close()
 
 
 def connection_budget(dsn: str) -> dict[str, Any]:
