@@ -70,7 +70,7 @@ def test_the_docs_document_every_setting_with_its_flag_default_and_meaning() -> 
             if f.default is None
             else ",".join(f.default)
             if isinstance(f.default, tuple)
-            else (f"{f.default:g}" if isinstance(f.default, float) else str(f.default))
+            else (f"{f.default:.15g}" if isinstance(f.default, float) else str(f.default))
         )
         assert default.strip("`") == shown, (env, default, shown)
         assert plain(meaning) == plain(f.metadata["doc"]), (

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 
-from jobqueue.api import errors
+from jobqueue.api import audit_routes, errors
 from jobqueue.api.limits import BodyLimit
 from jobqueue.api.routes import router
 from jobqueue.app import JobQueue
@@ -40,6 +40,7 @@ def create_app(
     # holding the shutdown up.
     app.state.stopping = asyncio.Event()
     app.include_router(router)
+    app.include_router(audit_routes.router)
     errors.install(app)
     app.add_middleware(BodyLimit, max_request_bytes=jq.settings.max_request_bytes)
     if metrics is not None:  # outermost: it sees every answer, a 413 included

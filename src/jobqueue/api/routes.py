@@ -30,6 +30,7 @@ from jobqueue.api.schemas import (
     TraceState,
 )
 from jobqueue.app import JobQueue
+from jobqueue.audit import Actor
 from jobqueue.db.pool import is_unavailable
 from jobqueue.encoding import to_json
 from jobqueue.job import FINAL_STATES, Job, JobStatus, QueueInfo, WorkerInfo
@@ -239,7 +240,7 @@ async def retry_job(
     """The job is pending again at once, with fresh attempts; its attempt history stays.
     A pending or running job will run anyway, and a completed one must not run twice
     by accident: those are a 409 naming the state."""
-    return job_response(await jobqueue(request).retry(id))
+    return job_response(await jobqueue(request).retry(id, by=Actor.of(who)))
 
 
 @router.post(
@@ -259,7 +260,7 @@ async def cancel_job(
     `cancel_requested_at` set): an async handler is cancelled, an isolated one killed,
     and a sync one sees `ctx.cancel_requested`; the job ends `cancelled`, never retried.
     Cancelling a cancelled job changes nothing (200)."""
-    job = await jobqueue(request).cancel(id)
+    job = await jobqueue(request).cancel(id, by=Actor.of(who))
     return job_response(job, 202 if job.status == JobStatus.RUNNING else 200)
 
 
@@ -271,7 +272,9 @@ async def cancel_jobs(
 ) -> Cancelled:
     """Every pending and running job that matches all the filters given, as for one job.
     An empty body `{}` cancels every pending and running job."""
-    counts = await jobqueue(request).cancel_many(type=where.type, queue=where.queue)
+    counts = await jobqueue(request).cancel_many(
+        type=where.type, queue=where.queue, by=Actor.of(who)
+    )
     return Cancelled(**counts)
 
 
@@ -289,6 +292,7 @@ async def retry_jobs(
         finished_after=where.finished_after,
         finished_before=where.finished_before,
         statuses=where.statuses,
+        by=Actor.of(who),
     )
     return Retried(retried=retried)
 
@@ -357,7 +361,7 @@ async def pause_queue(
 ) -> QueueInfo:
     """No worker starts a job of this queue until it is resumed; running jobs finish, and
     new jobs are still accepted. Takes effect at each worker's next claim."""
-    return await jobqueue(request).pause(name)
+    return await jobqueue(request).pause(name, by=Actor.of(who))
 
 
 @router.post("/queues/{name}/resume", response_model=QueueInfo, summary="Resume a queue")
@@ -365,7 +369,7 @@ async def resume_queue(
     request: Request, who: Annotated[Principal, require(Scope.QUEUES)], name: QueueName
 ) -> QueueInfo:
     """Workers start the queue's jobs again at once (they are woken by NOTIFY)."""
-    return await jobqueue(request).resume(name)
+    return await jobqueue(request).resume(name, by=Actor.of(who))
 
 
 @router.get("/workers", response_model=list[WorkerInfo], summary="Worker processes")
