@@ -72,7 +72,7 @@ async def retry_many(
         )
 
     total = 0
-    async for retried in in_batches(store, batch, by, Action.JOBS_RETRY, where):
+    async for retried in audited_batches(store, batch, by, Action.JOBS_RETRY, where):
         total += len(retried)
     return total
 
@@ -114,7 +114,7 @@ async def cancel_many(
 
     counts = {"cancelled": 0, "requested": 0}
     where = given(type=type, queue=queue)
-    async for jobs in in_batches(store, batch, by, Action.JOBS_CANCEL, where):
+    async for jobs in audited_batches(store, batch, by, Action.JOBS_CANCEL, where):
         for job in jobs:
             counts["cancelled" if job.status == "cancelled" else "requested"] += 1
             if job.status == "cancelled":
@@ -151,7 +151,7 @@ def given(**filters: object) -> dict[str, object]:
     }
 
 
-async def in_batches(
+async def audited_batches(
     store: Store,
     batch: Callable[[Store], Awaitable[B]],
     by: Actor | None,

@@ -131,6 +131,14 @@ def test_retention_settings_take_durations() -> None:
         retention("R", "-1h")
 
 
+def test_the_audit_log_is_kept_90_days_unless_told() -> None:
+    assert config.load({}).retain_audit == 90 * 86400
+    assert config.load({"JOBQUEUE_RETAIN_AUDIT": "365d"}).retain_audit == 365 * 86400
+    assert config.load({"JOBQUEUE_RETAIN_AUDIT": "forever"}).retain_audit is None
+    with pytest.raises(ConfigError, match="JOBQUEUE_RETAIN_AUDIT must be a duration"):
+        config.load({"JOBQUEUE_RETAIN_AUDIT": "a while"})
+
+
 def test_tracing_on_without_opentelemetry_is_a_one_line_error() -> None:
     """`--tracing on` where OpenTelemetry cannot be imported (hidden here) stops start-up."""
     import subprocess
