@@ -4,7 +4,6 @@ and `jobqueue audit` read it newest first; retention deletes old rows."""
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import json
 from typing import Any
@@ -15,12 +14,11 @@ import pytest
 
 from jobqueue.app import JobQueue
 from jobqueue.audit import Actor
-from jobqueue.cli import main
 from jobqueue.db.sql import queries
 from jobqueue.job import JobStatus
 from jobqueue.maintenance.leader import Leader
 from jobqueue.maintenance.retention import Retention
-from tests.conftest import dead_letters
+from tests.conftest import dead_letters, jobqueue
 
 pytestmark = pytest.mark.anyio
 
@@ -189,42 +187,27 @@ async def test_get_audit_refuses_bad_parameters_naming_them(
     assert [e["field"] for e in answer.json()["detail"]] == [field]
 
 
-# -- the command line, in this process ----------------------------------------------------
+# -- the command line ----------------------------------------------------------------------
 
 
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+def cli(env: dict[str, str], *args: str) -> tuple[int, str, str]:
     """``jobqueue ARGS``: its exit code, stdout and stderr."""
-    with pytest.raises(SystemExit) as exited:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return int(exited.value.code or 0), out, err
+    done = jobqueue(env, *args)
+    return done.returncode, done.stdout, done.stderr
 
 
-@pytest.fixture
-def cli_env(pg_dsn: str, schema: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DATABASE_URL", pg_dsn)
-    monkeypatch.setenv("JOBQUEUE_SCHEMA", schema)
-
-
-def test_cli_actions_are_recorded_as_the_os_user(
-    cli_env: None, pg_dsn: str, schema: str, capsys: pytest.CaptureFixture[str]
+async def test_cli_actions_are_recorded_as_the_os_user(
+    env: dict[str, str], db: asyncpg.Connection, schema: str
 ) -> None:
-    async def given() -> list[int]:
-        db = await asyncpg.connect(pg_dsn)
-        try:
-            return await dead_letters(db, schema, [("mail", "a", 1), ("mail", "a", 2)])
-        finally:
-            await db.close()
+    one, _ = await dead_letters(db, schema, [("mail", "a", 1), ("mail", "a", 2)])
+    assert cli(env, "jobs", "retry", str(one))[0] == 0
+    assert cli(env, "jobs", "retry", str(one))[0] == 1  # pending now: refused
+    assert cli(env, "jobs", "retry", "--type", "mail")[0] == 0
+    assert cli(env, "jobs", "cancel", "--all")[0] == 0
+    assert cli(env, "queues", "pause", "mail")[0] == 0
+    assert cli(env, "queues", "resume", "mail")[0] == 0
 
-    one, _ = asyncio.run(given())
-    assert cli(capsys, "jobs", "retry", str(one))[0] == 0
-    assert cli(capsys, "jobs", "retry", str(one))[0] == 1  # pending now: refused
-    assert cli(capsys, "jobs", "retry", "--type", "mail")[0] == 0
-    assert cli(capsys, "jobs", "cancel", "--all")[0] == 0
-    assert cli(capsys, "queues", "pause", "mail")[0] == 0
-    assert cli(capsys, "queues", "resume", "mail")[0] == 0
-
-    code, out, _ = cli(capsys, "audit", "--json")
+    code, out, _ = cli(env, "audit", "--json")
     assert code == 0
     user = f"cli:{getpass.getuser()}"
     entries = json.loads(out)
@@ -241,13 +224,13 @@ def test_cli_actions_are_recorded_as_the_os_user(
         (user, "job.retry", str(one), None, 1, None, "ok"),
     ]  # fmt: skip
 
-    code, out, _ = cli(capsys, "audit", "--limit", "2", "--action", "queue.pause")
+    code, out, _ = cli(env, "audit", "--limit", "2", "--action", "queue.pause")
     lines = out.splitlines()
     assert code == 0
     assert lines[0].split() == ["ID", "AT", "ACTOR", "ACTION", "ON", "COUNT", "CLIENT", "RESULT"]
     assert len(lines) == 2
     assert lines[1].split()[3:] == [user, "queue.pause", "mail", "ok"]
-    code, out, _ = cli(capsys, "audit", "--actor", "nobody")
+    code, out, _ = cli(env, "audit", "--actor", "nobody")
     assert (code, out) == (0, "no audit rows\n")
 
 
@@ -257,9 +240,9 @@ def test_cli_actions_are_recorded_as_the_os_user(
      (["--action", "job.delete"], "--action must be one of job.retry, jobs.retry,")],
 )  # fmt: skip
 def test_cli_audit_bad_input_is_one_line_and_exit_2(
-    cli_env: None, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+    env: dict[str, str], args: list[str], message: str
 ) -> None:
-    code, out, err = cli(capsys, "audit", *args)
+    code, out, err = cli(env, "audit", *args)
     assert code == 2
     assert out == ""
     assert err.startswith(f"jobqueue: error: {message}")
