@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import asyncpg
 
 from jobqueue import config, control, fields, observability
+from jobqueue.audit import Actor
 from jobqueue.config import Settings
 from jobqueue.database import Database
 from jobqueue.db.connections import (
@@ -417,13 +418,14 @@ class JobQueue:
 
     # -- job control ---------------------------------------------------------------
 
-    async def retry(self, job_id: int) -> Job:
+    async def retry(self, job_id: int, *, by: Actor | None = None) -> Job:
         """Make a failed or cancelled job pending again, with fresh attempts, to run now.
 
         Raises JobNotFound, or JobStateError for a job in any other state (a pending or
         running job will run anyway; a completed one must not run twice by accident).
+        ``by``: who acts, for the audit log (None: no row); so for every control call.
         """
-        return await control.retry(await self.store(), job_id)
+        return await control.retry(await self.store(), job_id, by=by)
 
     async def retry_many(
         self,
@@ -433,6 +435,7 @@ class JobQueue:
         finished_after: datetime | None = None,
         finished_before: datetime | None = None,
         statuses: Iterable[JobStatus | str] = RETRYABLE_STATES,
+        by: Actor | None = None,
     ) -> int:
         """Retry every failed (and cancelled) job matching all the filters given; return
         how many. Runs in batches (jobqueue.control.BATCH), so that no statement locks
@@ -444,21 +447,22 @@ class JobQueue:
             finished_after=finished_after,
             finished_before=finished_before,
             statuses=statuses,
+            by=by,
         )
 
-    async def cancel(self, job_id: int) -> Job:
+    async def cancel(self, job_id: int, *, by: Actor | None = None) -> Job:
         """Cancel a job: a pending one is ``cancelled`` at once; a running one is asked to
         stop (``cancel_requested_at`` is set) and its worker ends it ``cancelled`` within
         moments, never to be retried. Raises JobNotFound, or JobStateError for a job
         that already ended."""
-        return await control.cancel(await self.store(), job_id)
+        return await control.cancel(await self.store(), job_id, by=by)
 
     async def cancel_many(
-        self, *, type: str | None = None, queue: str | None = None
+        self, *, type: str | None = None, queue: str | None = None, by: Actor | None = None
     ) -> dict[str, int]:
         """Cancel every pending and running job matching all the filters given, in batches;
         return how many were cancelled at once (pending) and how many asked to stop."""
-        return await control.cancel_many(await self.store(), type=type, queue=queue)
+        return await control.cancel_many(await self.store(), type=type, queue=queue, by=by)
 
     # -- queues ------------------------------------------------------------------
 
@@ -472,17 +476,17 @@ class JobQueue:
         found = await (await self.store()).queues_overview(name=name)
         return found[0] if found else QueueInfo(name, 0, 0, 0, 0, 0, False, None, None)
 
-    async def pause(self, name: str) -> QueueInfo:
+    async def pause(self, name: str, *, by: Actor | None = None) -> QueueInfo:
         """Stop every worker from starting jobs of this queue (running ones finish);
         the queue keeps accepting jobs."""
         fields.check_options(queue=name)
-        await (await self.store()).queue_pause(name=name)
+        await control.pause(await self.store(), name, by=by)
         return await self.queue(name)
 
-    async def resume(self, name: str) -> QueueInfo:
+    async def resume(self, name: str, *, by: Actor | None = None) -> QueueInfo:
         """Let workers start this queue's jobs again, at once."""
         fields.check_options(queue=name)
-        await (await self.store()).queue_resume(name=name)
+        await control.resume(await self.store(), name, by=by)
         return await self.queue(name)
 
     # -- the sync API ------------------------------------------------------------

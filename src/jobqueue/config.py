@@ -336,6 +336,14 @@ class Settings:
         "How long failed jobs (dead letters) and their attempt history are kept; the same "
         "forms. Longer leaves more time to inspect and retry them.",
     )
+    retain_audit: float | None = setting(
+        "JOBQUEUE_RETAIN_AUDIT",
+        retention,
+        90 * 86400.0,
+        "How long rows of the audit log (who retried, cancelled, paused, changed tokens) "
+        "are kept; the same forms. Longer answers older questions, and the table grows by "
+        "one row per control action; `forever` keeps every row.",
+    )
     queues: tuple[str, ...] = setting(
         "JOBQUEUE_QUEUES",
         queue_list,

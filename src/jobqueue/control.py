@@ -1,25 +1,37 @@
-"""Job control: retrying failed and cancelled jobs, cancelling pending and running ones,
-one by id or all that match a filter, in batches."""
+"""Job and queue control: retrying failed and cancelled jobs, cancelling pending and
+running ones, one by id or all that match a filter, in batches; pausing and resuming
+queues. Given who acts (``by``), each action writes its audit row in its own
+transaction (jobqueue.audit), refusals included."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sized
 from datetime import datetime
+from typing import Any, TypeVar
 
+from jobqueue import audit
+from jobqueue.audit import Action, Actor
 from jobqueue.db.store import Store
 from jobqueue.job import FINAL_STATES, RETRYABLE_STATES, Job, JobNotFound, JobStateError, JobStatus
 from jobqueue.observability import lifecycle
+
+B = TypeVar("B", bound=Sized)
 
 # Jobs per statement of a bulk retry or cancel: each batch locks this many rows, briefly.
 BATCH = 1000
 
 
-async def retry(store: Store, job_id: int) -> Job:
+async def retry(store: Store, job_id: int, *, by: Actor | None = None) -> Job:
     """See JobQueue.retry."""
     async with store.transaction() as tx:
         retried = await tx.retry_jobs(job_id=job_id, states=sorted(RETRYABLE_STATES), limit=1)
         # In the same transaction: the row as retried, before a worker can claim it.
         job = await tx.get_job(job_id=job_id)
+        if by is not None:
+            result = audit.OK if retried else refusal(job)
+            await audit.record_as(
+                tx, by, Action.JOB_RETRY, target=job_id, count=len(retried), result=result
+            )
     if job is None:
         raise JobNotFound(job_id)
     if not retried:
@@ -35,14 +47,22 @@ async def retry_many(
     finished_after: datetime | None,
     finished_before: datetime | None,
     statuses: Iterable[JobStatus | str],
+    by: Actor | None = None,
 ) -> int:
     """See JobQueue.retry_many."""
     wanted = sorted({JobStatus(s) for s in statuses})
     if not wanted or not set(wanted) <= RETRYABLE_STATES:
         raise ValueError("statuses: only failed and cancelled jobs can be retried")
-    total = 0
-    while True:
-        retried = await store.retry_jobs(
+    where = given(
+        type=type,
+        queue=queue,
+        finished_after=finished_after,
+        finished_before=finished_before,
+        statuses=wanted,
+    )
+
+    async def batch(tx: Store) -> list[int]:
+        return await tx.retry_jobs(
             type=type,
             queue=queue,
             finished_after=finished_after,
@@ -50,35 +70,106 @@ async def retry_many(
             states=wanted,
             limit=BATCH,
         )
+
+    total = 0
+    async for retried in audited_batches(store, batch, by, Action.JOBS_RETRY, where):
         total += len(retried)
-        if len(retried) < BATCH:
-            return total
+    return total
 
 
-async def cancel(store: Store, job_id: int) -> Job:
+async def cancel(store: Store, job_id: int, *, by: Actor | None = None) -> Job:
     """See JobQueue.cancel."""
     async with store.transaction() as tx:
         cancelled = await tx.cancel_jobs(job_id=job_id, limit=1)
         job = await tx.get_job(job_id=job_id)
+        if by is not None:
+            result = refusal(job) if job is None or has_ended(job) else audit.OK
+            await audit.record_as(
+                tx, by, Action.JOB_CANCEL, target=job_id, count=len(cancelled), result=result
+            )
     if job is None:
         raise JobNotFound(job_id)
     if cancelled and cancelled[0].status == JobStatus.CANCELLED:
         lifecycle.cancelled_pending(job.id, type=job.type, queue=job.queue)
-    if job.status in FINAL_STATES and not (
-        job.status == JobStatus.CANCELLED and job.cancel_requested_at is not None
-    ):
+    if has_ended(job):
         raise JobStateError(job, "cancel", "pending or running")
     return job
 
 
-async def cancel_many(store: Store, *, type: str | None, queue: str | None) -> dict[str, int]:
+def has_ended(job: Job) -> bool:
+    """Ended otherwise than by a cancel: too late to cancel it. A cancelled job stays
+    cancelled, and cancelling it again changes nothing."""
+    return job.status in FINAL_STATES and not (
+        job.status == JobStatus.CANCELLED and job.cancel_requested_at is not None
+    )
+
+
+async def cancel_many(
+    store: Store, *, type: str | None, queue: str | None, by: Actor | None = None
+) -> dict[str, int]:
     """See JobQueue.cancel_many."""
+
+    async def batch(tx: Store) -> list[Any]:
+        return await tx.cancel_jobs(type=type, queue=queue, limit=BATCH)
+
     counts = {"cancelled": 0, "requested": 0}
-    while True:
-        jobs = await store.cancel_jobs(type=type, queue=queue, limit=BATCH)
+    where = given(type=type, queue=queue)
+    async for jobs in audited_batches(store, batch, by, Action.JOBS_CANCEL, where):
         for job in jobs:
             counts["cancelled" if job.status == "cancelled" else "requested"] += 1
             if job.status == "cancelled":
                 lifecycle.cancelled_pending(job.id)
-        if len(jobs) < BATCH:
-            return counts
+    return counts
+
+
+async def pause(store: Store, name: str, *, by: Actor | None = None) -> None:
+    """See JobQueue.pause."""
+    async with store.transaction() as tx:
+        await tx.queue_pause(name=name)
+        if by is not None:
+            await audit.record_as(tx, by, Action.QUEUE_PAUSE, target=name)
+
+
+async def resume(store: Store, name: str, *, by: Actor | None = None) -> None:
+    """See JobQueue.resume."""
+    async with store.transaction() as tx:
+        await tx.queue_resume(name=name)
+        if by is not None:
+            await audit.record_as(tx, by, Action.QUEUE_RESUME, target=name)
+
+
+def refusal(job: Job | None) -> str:
+    return audit.NOT_FOUND if job is None else audit.conflict(job.status)
+
+
+def given(**filters: object) -> dict[str, object]:
+    """The filters a bulk action was given, as its audit row records them."""
+    return {
+        name: value.isoformat() if isinstance(value, datetime) else value
+        for name, value in filters.items()
+        if value is not None
+    }
+
+
+async def audited_batches(
+    store: Store,
+    batch: Callable[[Store], Awaitable[B]],
+    by: Actor | None,
+    action: Action,
+    where: dict[str, object],
+) -> AsyncIterator[B]:
+    """Each batch of a bulk action, one transaction each, until one comes back short.
+    The action's one audit row is written with the first batch and its count grows in
+    each batch's transaction: whatever was committed is counted, even if a later batch
+    fails."""
+    entry: int | None = None
+    while True:
+        async with store.transaction() as tx:
+            done = await batch(tx)
+            if by is not None and entry is None:
+                entry = await audit.record_as(tx, by, action, filter=where, count=len(done))
+            elif entry is not None and len(done):
+                await tx.audit_count(entry_id=entry, add=len(done))
+        yield done
+        if len(done) < BATCH:
+            return

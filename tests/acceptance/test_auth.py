@@ -343,3 +343,13 @@ async def test_tokens_over_http_with_the_admin_scope(
             await asyncio.sleep(0.05)
             answer = await client.get("/jobs", headers=ci)
         assert answer.status_code == 401
+
+    audited = await db.fetch(
+        f'SELECT actor, action, target, result, client FROM "{schema}".audit_log ORDER BY id'
+    )
+    assert [tuple(r.values()) for r in audited] == [
+        ("ops", "token.create", "ci", "ok", "127.0.0.1"),
+        ("ops", "token.create", "ci", "conflict:exists", "127.0.0.1"),
+        ("ops", "token.revoke", "ci", "ok", "127.0.0.1"),
+        ("ops", "token.revoke", "ci", "not_found", "127.0.0.1"),
+    ]

@@ -3,6 +3,7 @@ revoked by name; bad input is one line and exit 2."""
 
 from __future__ import annotations
 
+import getpass
 import json
 
 import asyncpg
@@ -60,6 +61,19 @@ async def test_create_list_and_revoke(
     # The name is free again once revoked.
     again = jobqueue(env, "tokens", "create", "--name", "mailer", "--scope", "jobs:read")
     assert again.returncode == 0, again.stderr
+    assert jobqueue(env, "tokens", "revoke", "nobody").returncode == 2
+
+    audited = await db.fetch(
+        f'SELECT actor, action, target, result, client FROM "{schema}".audit_log ORDER BY id'
+    )
+    assert [tuple(r.values())[1:] for r in audited] == [
+        ("token.create", "mailer", "ok", None),
+        ("token.create", "ops", "ok", None),
+        ("token.revoke", "mailer", "ok", None),
+        ("token.create", "mailer", "ok", None),
+        ("token.revoke", "nobody", "not_found", None),
+    ]
+    assert {r["actor"] for r in audited} == {f"cli:{getpass.getuser()}"}
 
 
 @pytest.mark.parametrize(

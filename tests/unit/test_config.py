@@ -70,7 +70,7 @@ def test_the_docs_document_every_setting_with_its_flag_default_and_meaning() -> 
             if f.default is None
             else ",".join(f.default)
             if isinstance(f.default, tuple)
-            else (f"{f.default:g}" if isinstance(f.default, float) else str(f.default))
+            else (f"{f.default:.15g}" if isinstance(f.default, float) else str(f.default))
         )
         assert default.strip("`") == shown, (env, default, shown)
         assert plain(meaning) == plain(f.metadata["doc"]), (
@@ -129,6 +129,14 @@ def test_retention_settings_take_durations() -> None:
         retention("R", "soon")
     with pytest.raises(ConfigError):
         retention("R", "-1h")
+
+
+def test_the_audit_log_is_kept_90_days_unless_told() -> None:
+    assert config.load({}).retain_audit == 90 * 86400
+    assert config.load({"JOBQUEUE_RETAIN_AUDIT": "365d"}).retain_audit == 365 * 86400
+    assert config.load({"JOBQUEUE_RETAIN_AUDIT": "forever"}).retain_audit is None
+    with pytest.raises(ConfigError, match="JOBQUEUE_RETAIN_AUDIT must be a duration"):
+        config.load({"JOBQUEUE_RETAIN_AUDIT": "a while"})
 
 
 def test_tracing_on_without_opentelemetry_is_a_one_line_error() -> None:

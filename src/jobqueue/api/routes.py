@@ -31,6 +31,7 @@ from jobqueue.api.schemas import (
     TraceState,
 )
 from jobqueue.app import JobQueue
+from jobqueue.audit import Actor
 from jobqueue.db.pool import is_unavailable
 from jobqueue.encoding import to_json
 from jobqueue.job import FINAL_STATES, Job, JobStatus, QueueInfo, WorkerInfo
@@ -258,7 +259,7 @@ async def retry_job(
     jq = jobqueue(request)
     if who.restricted:
         access.visible(await jq.get(id), who, id)
-    return job_response(access.shown(await jq.retry(id), who))
+    return job_response(access.shown(await jq.retry(id, by=Actor.of(who)), who))
 
 
 @router.post(
@@ -281,7 +282,7 @@ async def cancel_job(
     jq = jobqueue(request)
     if who.restricted:
         access.visible(await jq.get(id), who, id)
-    job = await jq.cancel(id)
+    job = await jq.cancel(id, by=Actor.of(who))
     return job_response(access.shown(job, who), 202 if job.status == JobStatus.RUNNING else 200)
 
 
@@ -295,7 +296,7 @@ async def cancel_jobs(
     An empty body `{}` cancels every pending and running job."""
     total = Cancelled(cancelled=0, requested=0)
     for queue, type in access.filters(who, queue=where.queue, type=where.type):
-        counts = await jobqueue(request).cancel_many(type=type, queue=queue)
+        counts = await jobqueue(request).cancel_many(type=type, queue=queue, by=Actor.of(who))
         total.cancelled += counts["cancelled"]
         total.requested += counts["requested"]
     return total
@@ -317,6 +318,7 @@ async def retry_jobs(
             finished_after=where.finished_after,
             finished_before=where.finished_before,
             statuses=where.statuses,
+            by=Actor.of(who),
         )
     return Retried(retried=retried)
 
@@ -390,7 +392,7 @@ async def pause_queue(
     """No worker starts a job of this queue until it is resumed; running jobs finish, and
     new jobs are still accepted. Takes effect at each worker's next claim."""
     access.may_control_queue(who, name)
-    return await jobqueue(request).pause(name)
+    return await jobqueue(request).pause(name, by=Actor.of(who))
 
 
 @router.post("/queues/{name}/resume", response_model=QueueInfo, summary="Resume a queue")
@@ -399,7 +401,7 @@ async def resume_queue(
 ) -> QueueInfo:
     """Workers start the queue's jobs again at once (they are woken by NOTIFY)."""
     access.may_control_queue(who, name)
-    return await jobqueue(request).resume(name)
+    return await jobqueue(request).resume(name, by=Actor.of(who))
 
 
 @router.get("/workers", response_model=list[WorkerInfo], summary="Worker processes")

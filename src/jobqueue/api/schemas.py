@@ -9,6 +9,7 @@ from fastapi import Header, Path
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from jobqueue import fields
+from jobqueue.audit_entry import AuditEntry
 from jobqueue.job import Attempt, Job, QueueInfo
 from jobqueue.new_job import NewJob
 
@@ -134,3 +135,10 @@ class Readiness(BaseModel):
     status: str
     database: str
     listener: str | None = None
+
+
+class AuditList(BaseModel):
+    entries: list[AuditEntry]
+    """Control actions, newest first."""
+    next_after: int | None = None
+    """Pass as ``after`` to get the next page; null on the last page."""

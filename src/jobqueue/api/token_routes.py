@@ -8,8 +8,10 @@ from typing import Annotated
 from fastapi import APIRouter, Body, HTTPException, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from jobqueue import token_admin
 from jobqueue.api.auth import require
 from jobqueue.api.routes import jobqueue
+from jobqueue.audit import Actor
 from jobqueue.tokens import NAME, Principal, Scope, TokenError, TokenInfo, new_token
 
 router = APIRouter()
@@ -102,7 +104,9 @@ async def create_token(
     except TokenError as exc:  # pragma: no cover - the model checks the same first
         raise HTTPException(422, detail=str(exc)) from exc
     store = await jobqueue(request).store()
-    info = await store.token_create(token=stored, expires_in_seconds=new.expires_in_seconds)
+    info = await token_admin.create(
+        store, stored, expires_in_seconds=new.expires_in_seconds, by=Actor.of(who)
+    )
     if info is None:
         raise HTTPException(409, detail=f"a token named {new.name!r} exists; revoke it first")
     request.app.state.auth.invalidate()
@@ -119,7 +123,7 @@ async def revoke_token(
     request: Request, who: Annotated[Principal, require(Scope.ADMIN)], name: TokenName
 ) -> TokenOut:
     """Every API process refuses it within a second."""
-    info = await (await jobqueue(request).store()).token_revoke(name=name)
+    info = await token_admin.revoke(await jobqueue(request).store(), name, by=Actor.of(who))
     if info is None:
         raise HTTPException(404, detail=f"no unrevoked token is named {name!r}")
     request.app.state.auth.invalidate()

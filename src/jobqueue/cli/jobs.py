@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterable
 from datetime import datetime
 
+from jobqueue.audit import Actor
 from jobqueue.cli.common import (
     Commands,
     Run,
@@ -236,7 +237,7 @@ def run_jobs_retry(args: argparse.Namespace) -> int:
     one_job_or_filters(args, filters, "--type, --queue, --finished-after/before")
     jq = client(args)
     if args.id is not None:
-        job = with_jobqueue(jq, lambda: jq.retry(args.id))
+        job = with_jobqueue(jq, lambda: jq.retry(args.id, by=Actor.cli()))
         if args.json:
             print_record(job)
         else:
@@ -249,6 +250,7 @@ def run_jobs_retry(args: argparse.Namespace) -> int:
             queue=args.queue,
             finished_after=finished_after,
             finished_before=finished_before,
+            by=Actor.cli(),
         ),
     )
     if args.json:
@@ -262,7 +264,7 @@ def run_jobs_cancel(args: argparse.Namespace) -> int:
     one_job_or_filters(args, (args.type, args.queue), "--type, --queue")
     jq = client(args)
     if args.id is not None:
-        job = with_jobqueue(jq, lambda: jq.cancel(args.id))
+        job = with_jobqueue(jq, lambda: jq.cancel(args.id, by=Actor.cli()))
         if args.json:
             print_record(job)
         elif job.status == JobStatus.RUNNING:
@@ -270,7 +272,9 @@ def run_jobs_cancel(args: argparse.Namespace) -> int:
         else:
             print(f"job {job.id} ({job.type}) is cancelled")
         return 0
-    counts = with_jobqueue(jq, lambda: jq.cancel_many(type=args.type, queue=args.queue))
+    counts = with_jobqueue(
+        jq, lambda: jq.cancel_many(type=args.type, queue=args.queue, by=Actor.cli())
+    )
     if args.json:
         print_json(counts)
     else:

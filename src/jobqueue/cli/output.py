@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TypeAlias
 
+from jobqueue.audit_entry import AuditEntry
 from jobqueue.job import Attempt, Job, QueueInfo, WorkerInfo
 
-Record: TypeAlias = Job | Attempt | QueueInfo | WorkerInfo
+Record: TypeAlias = Job | Attempt | QueueInfo | WorkerInfo | AuditEntry
 
 # Fields of a job that hold JSON of the application's own: shown as JSON, not as Python.
 JSON_FIELDS = ("payload", "result", "progress")

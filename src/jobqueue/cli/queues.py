@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from jobqueue.audit import Actor
 from jobqueue.cli.common import Commands, UsageError, add_output_flags, client, with_jobqueue
 from jobqueue.cli.output import print_records, print_table
 
@@ -27,9 +28,9 @@ def run_queues(args: argparse.Namespace) -> int:
     jq = client(args)
     try:
         if action == "pause":
-            queues = [with_jobqueue(jq, lambda: jq.pause(args.name))]
+            queues = [with_jobqueue(jq, lambda: jq.pause(args.name, by=Actor.cli()))]
         elif action == "resume":
-            queues = [with_jobqueue(jq, lambda: jq.resume(args.name))]
+            queues = [with_jobqueue(jq, lambda: jq.resume(args.name, by=Actor.cli()))]
         else:
             queues = with_jobqueue(jq, jq.queues)
     except ValueError as exc:  # a queue name that breaks the rule

@@ -11,8 +11,9 @@ import argparse
 import dataclasses
 from datetime import datetime
 
-from jobqueue import config
+from jobqueue import config, token_admin
 from jobqueue.app import JobQueue
+from jobqueue.audit import Actor
 from jobqueue.cli.common import Commands, UsageError, add_output_flags, client, with_jobqueue
 from jobqueue.cli.output import format_time, print_json, print_table
 from jobqueue.tokens import TokenError, TokenInfo, new_token
@@ -68,7 +69,8 @@ def run_create(args: argparse.Namespace) -> int:
     jq = client(args)
 
     async def create() -> TokenInfo | None:
-        return await (await jq.store()).token_create(token=stored, expires_in_seconds=expires)
+        store = await jq.store()
+        return await token_admin.create(store, stored, expires_in_seconds=expires, by=Actor.cli())
 
     info = with_jobqueue(jq, create)
     if info is None:
@@ -116,7 +118,7 @@ def run_revoke(args: argparse.Namespace) -> int:
 
 
 async def _revoke(jq: JobQueue, name: str) -> TokenInfo | None:
-    return await (await jq.store()).token_revoke(name=name)
+    return await token_admin.revoke(await jq.store(), name, by=Actor.cli())
 
 
 def _names(names: tuple[str, ...] | None) -> str:

@@ -63,6 +63,10 @@ class Queries:
     schema: str
     advisory_lock: str
     advisory_unlock: str
+    audit_count: str
+    audit_expire: str
+    audit_insert: str
+    audit_list: str
     cancel_jobs: str
     claim: str
     clock: str

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import asyncpg
 
+from jobqueue.audit_entry import AuditEntry
 from jobqueue.db.records import (
     Cancelled,
     ClaimedJob,
@@ -433,6 +434,44 @@ class Store:
 
     async def queue_resume(self, *, name: str) -> None:
         await self.db.execute(self._q.queue_resume, name, self.clock.now())
+
+    # -- the audit log ------------------------------------------------------------------
+
+    async def audit_count(self, *, entry_id: int, add: int) -> None:
+        """Add ``add`` jobs to the count of a bulk action's row."""
+        await self.db.execute(self._q.audit_count, entry_id, add)
+
+    async def audit_expire(self, *, older_than_seconds: float, limit: int) -> int:
+        """Delete up to ``limit`` rows older than ``older_than_seconds``; return how many."""
+        status = await self.db.execute(
+            self._q.audit_expire, older_than_seconds, limit, self.clock.now()
+        )
+        return _count(status)
+
+    async def audit_insert(
+        self,
+        *,
+        actor: str,
+        action: str,
+        target: str | None,
+        filter: str | None,
+        count: int | None,
+        client: str | None,
+        result: str,
+    ) -> int:
+        """One row (``filter``: JSON text); its id."""
+        entry_id: int = await self.db.fetchval(
+            self._q.audit_insert, actor, action, target, filter, count, client, result,
+            self.clock.now(),
+        )  # fmt: skip
+        return entry_id
+
+    async def audit_list(
+        self, *, actor: str | None, action: str | None, before_id: int | None, limit: int
+    ) -> list[AuditEntry]:
+        """Newest first; ``before_id`` pages on from the last id of the page before."""
+        records = await self.db.fetch(self._q.audit_list, actor, action, before_id, limit)
+        return [AuditEntry.from_record(r) for r in records]
 
     # -- the schema and its migrations ----------------------------------------------------
 

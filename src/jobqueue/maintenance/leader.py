@@ -50,6 +50,7 @@ class Leader:
         interval: float,
         retain_completed: float | None = None,
         retain_failed: float | None = None,
+        retain_audit: float | None = None,
         priority_aging: float | None = None,
         schedules: Sequence[tuple[Schedule, tuple[str, int, int]]] = (),
     ) -> None:
@@ -60,7 +61,10 @@ class Leader:
         self.aging = Aging(store, step_seconds=priority_aging)
         self.scheduler = Scheduler(store, schedules)
         self.retention = Retention(
-            store, retain_completed=retain_completed, retain_failed=retain_failed
+            store,
+            retain_completed=retain_completed,
+            retain_failed=retain_failed,
+            retain_audit=retain_audit,
         )
         self.compaction = Compaction(store)
         self.is_leader = False

@@ -1,5 +1,6 @@
 """Deletes finished jobs past their retention: JOBQUEUE_RETAIN_COMPLETED for completed and
-cancelled jobs, JOBQUEUE_RETAIN_FAILED for dead letters.
+cancelled jobs, JOBQUEUE_RETAIN_FAILED for dead letters; and audit log rows past
+JOBQUEUE_RETAIN_AUDIT.
 
 It runs on the maintenance leader, at most once a minute, in batches of BATCH rows
 with a pause between them: each DELETE holds its row locks for milliseconds, and
@@ -34,12 +35,14 @@ class Retention:
         *,
         retain_completed: float | None,
         retain_failed: float | None,
+        retain_audit: float | None = None,
     ) -> None:
         self._store = store
         self._rules = [
             (["completed", "cancelled"], retain_completed),
             (["failed"], retain_failed),
         ]
+        self._retain_audit = retain_audit
         self._last_run: float | None = None
 
     async def run_if_due(self) -> int:
@@ -62,6 +65,8 @@ class Retention:
                 )
         if deleted:
             log.info(f"Retention deleted {deleted} finished jobs", deleted=deleted)
+        if self._retain_audit is not None:
+            await self.expire_audit(self._retain_audit)
         # Unique keys whose hold has ended.
         await in_batches(
             lambda limit: self._store.unique_keys_expire(limit=limit),
@@ -69,6 +74,18 @@ class Retention:
             max_batches=MAX_BATCHES,
         )
         return deleted
+
+    async def expire_audit(self, keep: float) -> int:
+        """Delete audit rows older than ``keep`` seconds; return how many."""
+        expired = await in_batches(
+            lambda limit: self._store.audit_expire(older_than_seconds=keep, limit=limit),
+            size=BATCH,
+            max_batches=MAX_BATCHES,
+            pause=PAUSE_SECONDS,
+        )
+        if expired:
+            log.info(f"Retention deleted {expired} audit log rows", deleted=expired)
+        return expired
 
     async def _delete(self, limit: int, *, statuses: list[str], older_than_seconds: float) -> int:
         return await self._store.retention_delete(

@@ -173,6 +173,7 @@ class Worker:
             interval=settings.rescue_interval,
             retain_completed=settings.retain_completed,
             retain_failed=settings.retain_failed,
+            retain_audit=settings.retain_audit,
             priority_aging=settings.priority_aging,
             schedules=schedules(settings, tasks),
         )

@@ -1,0 +1,71 @@
+"""One entry of the audit log as users read it (``GET /audit``, ``jobqueue audit``), and
+the actions and results it records. Writing entries is jobqueue.audit's."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, ClassVar
+
+
+class Action(enum.StrEnum):
+    JOB_RETRY = "job.retry"
+    JOBS_RETRY = "jobs.retry"  # by filter
+    JOB_CANCEL = "job.cancel"
+    JOBS_CANCEL = "jobs.cancel"  # by filter
+    QUEUE_PAUSE = "queue.pause"
+    QUEUE_RESUME = "queue.resume"
+    TOKEN_CREATE = "token.create"
+    TOKEN_REVOKE = "token.revoke"
+
+
+OK = "ok"
+NOT_FOUND = "not_found"
+
+
+def conflict(state: str) -> str:
+    """The result of an action refused for the state its job is in: ``conflict:running``."""
+    return f"conflict:{state}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One row of the audit log, as ``GET /audit`` and ``jobqueue audit --json`` show it."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = {
+        "json_schema_extra": {
+            "examples": [
+                {
+                    "id": 41,
+                    "at": "2026-12-01T09:30:00Z",
+                    "actor": "ops-dashboard",
+                    "action": "jobs.retry",
+                    "target": None,
+                    "filter": {"type": "send_email", "statuses": ["cancelled", "failed"]},
+                    "count": 3,
+                    "client": "10.0.0.7",
+                    "result": "ok",
+                }
+            ]
+        }
+    }
+
+    id: int
+    at: datetime
+    actor: str
+    action: str
+    target: str | None  # the job id, queue name or token name acted on
+    filter: dict[str, Any] | None  # a bulk action's filters
+    count: int | None  # the jobs touched; None for a queue or a token
+    client: str | None  # the HTTP client's address; None from the command line
+    result: str  # ok, not_found, or conflict:<the job's state>
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> AuditEntry:
+        fields = dict(record.items())
+        if fields["filter"] is not None:
+            fields["filter"] = json.loads(fields["filter"])
+        return cls(**fields)
