@@ -96,6 +96,7 @@ class Queries:
     retention_delete: str
     retry_jobs: str
     schema_create: str
+    schema_tables: str
     worker_heartbeat: str
     worker_register: str
     unique_holder: str
