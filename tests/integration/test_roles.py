@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 import asyncpg
+import psycopg
 import pytest
 
 from jobqueue.app import JobQueue
@@ -77,6 +78,22 @@ async def test_the_enqueue_role_enqueues_in_its_transactions_and_sees_no_stored_
     finally:
         await conn.close()
         await app.close()
+
+
+def test_the_enqueue_role_enqueues_on_a_sync_psycopg_connection(
+    settings: Settings, schema: str, make_role: MakeRole
+) -> None:
+    """enqueue_sync(conn=...), the path of WSGI and Django applications, as the role."""
+    _, dsn = make_role("enqueue")
+    app = JobQueue(settings=dataclasses.replace(settings, database_url=dsn))
+    with psycopg.connect(dsn) as conn:
+        with conn.transaction():
+            job = app.enqueue_sync("noop", {"n": 1}, conn=conn)
+            again = app.enqueue_sync("noop", {"n": 2}, unique_key="k", conn=conn)
+            assert app.enqueue_sync("noop", unique_key="k", conn=conn).id == again.id
+        assert conn.execute(f'SELECT count(*) FROM "{schema}".jobs').fetchone() == (0,)
+    assert (job.payload, again.payload) == ({"n": 1}, {"n": 2})
+    app.close_sync()
 
 
 async def test_the_worker_and_api_roles_see_every_job(
