@@ -15,12 +15,14 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import asyncpg
 import httpx
+import psycopg
 import pytest
 
 from jobqueue.app import JobQueue
@@ -121,6 +123,41 @@ def env(pg_dsn: str, schema: str) -> dict[str, str]:
         "POLL_INTERVAL_SECONDS": "0.2",
         "PYTHONPATH": f"{APPS}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
     }
+
+
+# A role made for a test: its name, and the DSN that connects as it.
+MakeRole = Callable[[str], tuple[str, str]]
+
+
+@pytest.fixture
+def make_role(pg_dsn: str, env: dict[str, str]) -> Iterator[MakeRole]:
+    """Roles given what `jobqueue grants --for PURPOSE` prints for this test's schema;
+    dropped, with their privileges, after the test (roles are the cluster's, not the
+    schema's). The server trusts local connections: no password."""
+    made: list[str] = []
+
+    def make(purpose: str) -> tuple[str, str]:
+        name = f"jq_{purpose}_{uuid.uuid4().hex[:8]}"
+        printed = jobqueue(env, "grants", "--role", name, "--for", purpose)
+        assert printed.returncode == 0, printed.stderr
+        # A sync driver: the roles of an async test are made inside its event loop.
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f'CREATE ROLE "{name}" LOGIN')
+            made.append(name)
+            conn.execute(printed.stdout)
+        return name, dsn_as(pg_dsn, name)
+
+    yield make
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        for name in made:
+            conn.execute(f'DROP OWNED BY "{name}"; DROP ROLE "{name}"')
+
+
+def dsn_as(dsn: str, user: str) -> str:
+    """``dsn`` with another user (and no password)."""
+    parts = urllib.parse.urlsplit(dsn)
+    host = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}@{host}"))
 
 
 def free_port() -> int:

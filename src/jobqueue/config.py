@@ -209,6 +209,23 @@ class Settings:
         5001,
         "HTTP port of `serve` and `api`.",
     )
+    tls_cert: str | None = setting(
+        "JOBQUEUE_TLS_CERT",
+        optional_text,
+        None,
+        "PEM file of the certificate (and its chain) that `serve` and `api` present: "
+        "with JOBQUEUE_TLS_KEY, the API speaks HTTPS only, for a server exposed without a "
+        "TLS-terminating proxy. Unset: plain HTTP, for localhost or behind such a proxy. "
+        "HTTPS costs a handshake per connection (keep-alive saves repeats); the files are "
+        "read at start-up, so a renewed certificate needs a restart.",
+    )
+    tls_key: str | None = setting(
+        "JOBQUEUE_TLS_KEY",
+        optional_text,
+        None,
+        "PEM file of the private key of JOBQUEUE_TLS_CERT (unencrypted: there is no one "
+        "to type a passphrase). Unset: plain HTTP. Keep it readable by this process only.",
+    )
     database_url: str | None = setting(
         "DATABASE_URL",
         optional_text,

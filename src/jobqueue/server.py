@@ -24,6 +24,7 @@ import structlog
 from jobqueue import observability, wakeups
 from jobqueue.app import JobQueue
 from jobqueue.db.pool import is_unavailable, pooler_refusal
+from jobqueue.tls import tls_files
 from jobqueue.worker import Worker
 
 if TYPE_CHECKING:
@@ -86,6 +87,7 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
     stop, force = asyncio.Event(), asyncio.Event()
     install_signal_handlers(stop, force)
 
+    tls = tls_files(settings) if roles.api else None
     sock = listen_socket(settings.host, settings.port) if roles.api else None
     metrics = observability.start_metrics(settings, jq.tasks, http=roles.api)
     dsn = jq.direct_dsn  # the workers' LISTEN
@@ -123,9 +125,10 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
                 open_without_tokens=open_without_tokens,
                 admin_secret=admin,
             )
-            http = HttpServer(app, grace_seconds=HTTP_GRACE_SECONDS)
+            http = HttpServer(app, grace_seconds=HTTP_GRACE_SECONDS, tls=tls)
             http_task = asyncio.create_task(http.serve(sockets=[sock]), name="http")
-            log.info(f"Serving HTTP on http://{settings.host}:{sock.getsockname()[1]}")
+            scheme = "https" if tls else "http"
+            log.info(f"Serving HTTP on {scheme}://{settings.host}:{sock.getsockname()[1]}")
         await stop.wait()
         log.info("Shutdown requested: no new jobs will be claimed")
         if worker is not None:

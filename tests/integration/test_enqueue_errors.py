@@ -42,13 +42,18 @@ async def kill_blocked_insert(
     db: asyncpg.Connection, schema: str, enqueue: asyncio.Task[Any]
 ) -> None:
     """Terminate the backend of jobqueue's INSERT that waits for our lock (this test's
-    schema: no other test's backend)."""
+    schema: no other test's backend), or of the call of the function that inserts under
+    a unique key (migration 0016)."""
     deadline = time.monotonic() + 30
     while True:
+        # `db` holds the lock in a transaction, and a transaction reads pg_stat_activity
+        # once: without this, a first look taken before the INSERT blocked is all it sees.
+        await db.execute("SELECT pg_stat_clear_snapshot()")
         killed = await db.fetchval(
             """SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
                WHERE application_name = 'jobqueue' AND wait_event_type = 'Lock'
-                 AND query LIKE '%INSERT INTO%"' || $1 || '".%'""",
+                 AND (query LIKE '%INSERT INTO%"' || $1 || '".%'
+                      OR query LIKE '%"' || $1 || '".enqueue_unique(%')""",
             schema,
         )
         if killed:

@@ -23,18 +23,29 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
 from jobqueue import tokens
+from jobqueue.db.pool import error_text
 from jobqueue.db.store import Store
 from jobqueue.tokens import ADMIN_TOKEN_NAME, ALL_SCOPES, OPEN, Principal, Scope, StoredToken
 
 log = structlog.get_logger("jobqueue.api")
 
-# How stale an API process's view of the tokens may be: a revocation takes effect
-# within this (plus one query) on every process. Shorter costs a query more often.
+# An API process rereads the tokens once its view of them is REFRESH_SECONDS old,
+# in the background while the view is younger than MAX_AGE_SECONDS, and before
+# answering once it is older: so a token revoked MAX_AGE_SECONDS ago is refused by
+# every process, however the rereads fell, for one small query per REFRESH_SECONDS
+# of requests. A request that waits for a reread is answered 503 after
+# REFRESH_WAIT_SECONDS (the database is unreachable), rather than with a stale view.
 REFRESH_SECONDS = 0.5
+MAX_AGE_SECONDS = 1.0
+REFRESH_WAIT_SECONDS = 2.0
 # The window of JOBQUEUE_AUTH_MAX_FAILURES. A secret of 256 bits cannot be guessed at
 # any rate; the limit keeps scanners and a client with a stale token from hammering.
 FAILURE_WINDOW_SECONDS = 60.0
 SCHEME = "bearerAuth"
+
+
+class TokensUnavailable(Exception):
+    """The tokens could not be read in time: the database is unreachable (a 503)."""
 
 
 class Unauthorized(HTTPException):
@@ -159,30 +170,35 @@ class Authenticator:
         )
 
     async def _fresh(self, now: float) -> None:
-        """Reread the tokens if the last read is over REFRESH_SECONDS old; concurrent
-        requests share one read. A failed read keeps the tokens of the last one (the
-        database is down: the request fails on its own query anyway) unless there is
-        none, which is an outage (503)."""
-        if self._loaded_at is not None and now - self._loaded_at < REFRESH_SECONDS:
+        """See REFRESH_SECONDS. Concurrent requests share one read."""
+        age = None if self._loaded_at is None else now - self._loaded_at
+        if age is not None and age < REFRESH_SECONDS:
             return
         if self._loading is None or self._loading.done():
-            self._loading = asyncio.ensure_future(self._load())
+            self._loading = asyncio.ensure_future(self._load(now))
+            self._loading.add_done_callback(_log_failure)
+        if age is not None and age < MAX_AGE_SECONDS:
+            return
         try:
-            await asyncio.shield(self._loading)
+            await asyncio.wait_for(asyncio.shield(self._loading), REFRESH_WAIT_SECONDS)
         except Exception as exc:
-            if self._loaded_at is None:
-                raise
-            log.warning("Cannot reread the API tokens; using the last ones read", error=str(exc))
+            raise TokensUnavailable(error_text(exc)) from exc
 
     def invalidate(self) -> None:
         """Reread the tokens before the next check: this process changed them."""
         self._loaded_at = None
 
-    async def _load(self) -> None:
+    async def _load(self, started: float) -> None:
         store: Store = await self._store()
         rows = await store.tokens_list()
         self._tokens = {t.key_id: t for t in rows}
-        self._loaded_at = time.monotonic()
+        self._loaded_at = started  # the view is as old as the read's start
+
+
+def _log_failure(loading: asyncio.Task[None]) -> None:
+    failure = None if loading.cancelled() else loading.exception()
+    if failure is not None:
+        log.warning("Cannot read the API tokens", error=error_text(failure))
 
 
 def require(scope: Scope) -> Any:

@@ -20,6 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
+from jobqueue.api.auth import TokensUnavailable
 from jobqueue.db.pool import is_unavailable
 from jobqueue.errors import EnqueueError, EnqueueFailed
 from jobqueue.job import JobNotFound, JobStateError
@@ -92,6 +93,14 @@ async def enqueue_unavailable(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+async def tokens_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """Nothing was done: the request stopped at its token, before any query of its own."""
+    body: dict[str, Any] = {"detail": "database unavailable; retry later"}
+    if request.method == "POST":
+        body = {"detail": "database unavailable; nothing stored, retry later", "stored": False}
+    return JSONResponse(body, status_code=503, headers={"Retry-After": "1"})
+
+
 async def job_not_found(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=404)
 
@@ -106,5 +115,6 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(JobNotFound, job_not_found)
     app.add_exception_handler(JobStateError, job_state_conflict)
     app.add_exception_handler(EnqueueError, enqueue_unavailable)
+    app.add_exception_handler(TokensUnavailable, tokens_unavailable)
     for exc in UNAVAILABLE:
         app.add_exception_handler(exc, database_unavailable)

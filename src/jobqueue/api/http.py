@@ -8,15 +8,19 @@ from collections.abc import Iterator
 import uvicorn
 from fastapi import FastAPI
 
+from jobqueue.tls import TlsFiles
+
 
 class HttpServer(uvicorn.Server):
-    def __init__(self, app: FastAPI, *, grace_seconds: float) -> None:
+    def __init__(self, app: FastAPI, *, grace_seconds: float, tls: TlsFiles | None) -> None:
         super().__init__(
             uvicorn.Config(
                 app,
                 log_config=None,
                 timeout_graceful_shutdown=int(grace_seconds),
                 lifespan="off",
+                ssl_certfile=tls.cert if tls else None,
+                ssl_keyfile=tls.key if tls else None,
             )
         )
 

@@ -1,4 +1,5 @@
-"""``bench`` and ``migrate``: an operator's commands about the installation, not its jobs."""
+"""``bench``, ``migrate`` and ``grants``: an operator's commands about the installation,
+not its jobs."""
 
 from __future__ import annotations
 
@@ -8,13 +9,18 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from jobqueue.app import JobQueue
 from jobqueue.cli.common import (
     DATABASE_SETTINGS,
     Commands,
+    UsageError,
     add_setting_flags,
     client,
     with_jobqueue,
 )
+from jobqueue.db import grants
+from jobqueue.db.sql import migrations
+from jobqueue.server import StartupError
 
 
 def add_admin_commands(commands: Commands) -> None:
@@ -27,6 +33,20 @@ def add_admin_commands(commands: Commands) -> None:
     cmd = commands.add_parser("migrate", help="apply the schema and exit")
     add_setting_flags(cmd, DATABASE_SETTINGS)
     cmd.set_defaults(run=run_migrate)
+
+    cmd = commands.add_parser(
+        "grants",
+        help="print the GRANT statements of a least-privilege role, for psql",
+        description="Print what a database role needs to enqueue, to run workers or to "
+        "serve the API on the configured schema, as SQL to run as the schema's owner: "
+        "jobqueue grants --role app --for enqueue | psql",
+    )
+    cmd.add_argument("--role", required=True, metavar="NAME", help="the role to grant to")
+    cmd.add_argument(
+        "--for", dest="purpose", required=True, choices=grants.PURPOSES, help="what it runs"
+    )
+    add_setting_flags(cmd, DATABASE_SETTINGS)
+    cmd.set_defaults(run=run_grants)
 
 
 def run_bench(argv: list[str]) -> int:
@@ -45,3 +65,27 @@ def run_migrate(args: argparse.Namespace) -> int:
     applied = with_jobqueue(jq, jq.migrate)
     print(f"applied migrations: {', '.join(map(str, applied))}" if applied else "schema up to date")
     return 0
+
+
+def run_grants(args: argparse.Namespace) -> int:
+    try:
+        grants.check_role(args.role)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    jq = client(args)
+    tables = with_jobqueue(jq, lambda: migrated_tables(jq))
+    print("\n".join(grants.statements(jq.settings.schema, args.role, args.purpose, tables)))
+    return 0
+
+
+async def migrated_tables(jq: JobQueue) -> set[str]:
+    """The schema's tables, once it has every migration: the grants name its functions."""
+    store = await jq.store()
+    tables = await store.schema_tables()
+    latest = migrations(jq.settings.schema)[-1].version
+    if "jobqueue_migrations" not in tables or latest not in await store.migrations_applied():
+        raise StartupError(
+            f"schema {jq.settings.schema!r} is not migrated to this version; "
+            "run jobqueue migrate (as its owner) first"
+        )
+    return tables

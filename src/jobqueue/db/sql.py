@@ -100,6 +100,7 @@ class Queries:
     retention_delete: str
     retry_jobs: str
     schema_create: str
+    schema_tables: str
     token_create: str
     token_revoke: str
     tokens_list: str

@@ -517,6 +517,10 @@ class Store:
     async def migrations_record(self, *, version: int, name: str) -> None:
         await self.db.execute(self._q.migrations_record, version, name)
 
+    async def schema_tables(self) -> set[str]:
+        """The names of the schema's tables."""
+        return {row["name"] for row in await self.db.fetch(self._q.schema_tables)}
+
 
 def _values(row: JobRow) -> tuple[Any, ...]:
     """A row in the order of the enqueue queries' first seven placeholders."""

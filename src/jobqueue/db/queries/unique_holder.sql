@@ -1,5 +1,3 @@
--- The job that holds a unique key, if it still exists.
-SELECT j.*
-FROM {schema}.unique_keys AS k
-JOIN {schema}.jobs AS j ON j.id = k.job_id
-WHERE k.key = $1
+-- The job that holds a unique key, if it still exists: the function of migration
+-- 0016, so that an enqueue-only role, which cannot read stored jobs, gets it too.
+SELECT * FROM {schema}.unique_holder($1)

@@ -1,0 +1,113 @@
+"""The privileges of the roles jobqueue's processes can run as, as GRANT statements
+(``jobqueue grants``, docs/database-roles.md).
+
+Three roles besides the schema's owner, who runs ``jobqueue migrate`` and needs none of
+this: ``enqueue``, for applications that only enqueue (inside their own transactions);
+``worker``, for ``jobqueue worker``; ``api``, for ``jobqueue api``. Each table a role
+may touch is one line below, with the privileges its queries need: SELECT ... FOR
+UPDATE needs UPDATE, INSERT ... ON CONFLICT DO UPDATE needs UPDATE too, RETURNING
+needs SELECT. Triggers write the counters and key rows as the owner (migration 0016),
+and rows cascade-deleted with their job are deleted by PostgreSQL as the owner: no
+role needs privileges for either.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Set
+from typing import Literal
+
+Purpose = Literal["enqueue", "worker", "api"]
+PURPOSES: tuple[Purpose, ...] = ("enqueue", "worker", "api")
+
+# Per purpose, table -> privileges. A table that does not exist (yet) is left out of
+# what `jobqueue grants` prints, so a line may name a table of a later migration.
+TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
+    "enqueue": {},  # jobs only: see ENQUEUE_COLUMNS and ENQUEUE_POLICY
+    "worker": {
+        "jobs": "SELECT, INSERT, UPDATE, DELETE",  # claims, fenced writes, retention
+        "job_attempts": "SELECT, INSERT",
+        "job_logs": "SELECT, INSERT, UPDATE",
+        "workers": "SELECT, INSERT, UPDATE, DELETE",
+        "leader": "SELECT, INSERT, UPDATE, DELETE",
+        "queues": "SELECT",
+        "queue_totals": "SELECT, INSERT, UPDATE",  # the fold of counter changes
+        "queue_count_changes": "SELECT, UPDATE, DELETE",
+        "unique_keys": "SELECT, UPDATE, DELETE",  # forgetting expired keys
+        "audit_log": "SELECT, UPDATE, DELETE",  # its retention (FOR UPDATE SKIP LOCKED)
+        "idempotency_keys": "SELECT, DELETE",  # forgetting expired keys
+    },
+    "api": {
+        "jobs": "SELECT, INSERT, UPDATE",  # enqueue, cancel, retry
+        "job_attempts": "SELECT",
+        "job_logs": "SELECT",
+        "workers": "SELECT",
+        "queues": "SELECT, INSERT, UPDATE",  # pause, resume
+        "queue_totals": "SELECT",
+        "queue_count_changes": "SELECT",
+        "api_tokens": "SELECT, INSERT, UPDATE",  # checked, created, revoked
+        "audit_log": "SELECT, INSERT, UPDATE",  # a bulk action's count grows per batch
+        "idempotency_keys": "SELECT, INSERT, DELETE",
+    },
+}
+
+# The columns the enqueue queries write; the rest are the workers'.
+ENQUEUE_COLUMNS = (
+    "type", "queue", "payload", "priority", "max_attempts", "run_at", "trace_context",
+)  # fmt: skip
+
+# What the enqueue role reads of jobs: SELECT on the table is for INSERT ... RETURNING,
+# and this restrictive policy (on top of migration 0016's for everyone) lets only the
+# rows being inserted through. RETURNING checks a new row before it is stored, when it
+# has no location yet: its ctid is the invalid (4294967295,0), which no stored row has.
+# (Its xmin is not set at that point, so "rows of my own transaction" cannot be told
+# by xmin; and in a savepoint it would be the savepoint's.)
+ENQUEUE_POLICY = (
+    "CREATE POLICY {policy} ON {schema}.jobs AS RESTRICTIVE FOR SELECT TO {role} "
+    "USING (ctid = '(4294967295,0)'::tid);"
+)
+
+# Migration 0016's functions, run as the owner: enqueueing under a unique key.
+FUNCTIONS = (
+    "enqueue_unique(text, text, jsonb, integer, integer, timestamptz, float8, text, float8, "
+    "timestamptz, jsonb)",
+    "unique_holder(text)",
+)
+
+ROLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+def check_role(role: str) -> str:
+    """``role`` if it is a plain SQL identifier; else ValueError, one line."""
+    if not ROLE_NAME.match(role):
+        raise ValueError(
+            f"--role must be a role name of letters, digits and _ (not starting with a "
+            f"digit, at most 63), got {role!r}"
+        )
+    return role
+
+
+def statements(schema: str, role: str, purpose: Purpose, tables: Set[str]) -> list[str]:
+    """The statements that give ``role`` what ``purpose`` needs in ``schema``, which holds
+    ``tables``; comments name what was left out. Running them twice changes nothing."""
+    to = f'"{check_role(role)}"'
+    s = f'"{schema}"'
+    lines = [
+        f"-- {purpose} role {to} on schema {s} (jobqueue grants; see docs/database-roles.md)",
+        f"GRANT USAGE ON SCHEMA {s} TO {to};",
+    ]
+    if purpose == "enqueue":
+        inserted = ", ".join(f'"{column}"' for column in ENQUEUE_COLUMNS)
+        policy = to  # one per role, named after it
+        lines += [
+            f"GRANT INSERT ({inserted}), SELECT ON {s}.jobs TO {to};",
+            f"DROP POLICY IF EXISTS {policy} ON {s}.jobs;",
+            ENQUEUE_POLICY.format(policy=policy, schema=s, role=to),
+        ]
+    for table, privileges in TABLE_PRIVILEGES[purpose].items():
+        if table in tables:
+            lines.append(f"GRANT {privileges} ON {s}.{table} TO {to};")
+        else:
+            lines.append(f"-- {table}: not in the schema yet; run grants again after migrating")
+    lines += [f"GRANT EXECUTE ON FUNCTION {s}.{function} TO {to};" for function in FUNCTIONS]
+    return lines
