@@ -163,13 +163,14 @@ def test_jobs_drain_once_across_hosts_and_survive_a_partition(
     )
     network.cut(cut)
     cut_at = time.monotonic()
-    time.sleep(0.2)  # for what was on the wire
-    held = [
-        r["id"]
-        for r in db.fetch(
-            "SELECT id FROM {s}.jobs WHERE status = 'running' AND worker_id = $1", cut_id
-        )
-    ]
+    # What it holds, once a write that was already on the wire has landed.
+    holding = "SELECT id FROM {s}.jobs WHERE status = 'running' AND worker_id = $1 ORDER BY id"
+    held: list[int] = []
+    deadline = cut_at + LEASE / 2
+    while (now_held := [r["id"] for r in db.fetch(holding, cut_id)]) != held:
+        assert time.monotonic() < deadline, "the cut-off host's jobs kept changing"
+        held = now_held
+        time.sleep(0.1)
     assert held
     rescued_at = db.wait(
         """SELECT count(DISTINCT job_id) = $2 FROM {s}.job_attempts
