@@ -17,7 +17,7 @@ import sys
 import time
 import urllib.parse
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 
 import asyncpg
@@ -169,7 +169,8 @@ def free_port() -> int:
 
 class Process:
     """A command running as a real subprocess (``python -m <module> args``, by default
-    jobqueue's), its output in a file."""
+    jobqueue's), its output in a file; ``prefix`` runs it through another command, such
+    as ``ip netns exec NAME`` (which must exec it, so that the pid and signals are its)."""
 
     def __init__(
         self,
@@ -179,11 +180,12 @@ class Process:
         *,
         module: str = "jobqueue",
         cwd: Path | None = None,
+        prefix: Sequence[str] = (),
     ) -> None:
         self.log_path = log
         self._log = log.open("wb")
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", module, *args],
+            [*prefix, sys.executable, "-m", module, *args],
             env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -260,9 +262,10 @@ def spawn(tmp_path: Path) -> Iterator[Spawn]:
         *,
         module: str = "jobqueue",
         cwd: Path | None = None,
+        prefix: Sequence[str] = (),
     ) -> Process:
         log = tmp_path / f"{name}-{len(started)}.log"
-        proc = Process(args, env, log, module=module, cwd=cwd)
+        proc = Process(args, env, log, module=module, cwd=cwd, prefix=prefix)
         started.append(proc)
         return proc
 

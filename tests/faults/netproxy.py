@@ -32,8 +32,10 @@ Address = tuple[str, int] | str  # (host, port), or the path of a Unix socket
 
 
 class NetProxy:
-    def __init__(self, target: Address, *, listen_unix: str | None = None) -> None:
-        """Forward to ``target`` from a free port of 127.0.0.1, or from ``listen_unix``."""
+    def __init__(
+        self, target: Address, *, listen_host: str = "127.0.0.1", listen_unix: str | None = None
+    ) -> None:
+        """Forward to ``target`` from a free port of ``listen_host``, or from ``listen_unix``."""
         self._target = target
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -43,7 +45,7 @@ class NetProxy:
         # Every socket ever opened, held until close(): a blackholed one is never closed.
         self._writers: list[asyncio.StreamWriter] = []
         if listen_unix is None:
-            self._server = self._call(asyncio.start_server(self._accepted, "127.0.0.1", 0))
+            self._server = self._call(asyncio.start_server(self._accepted, listen_host, 0))
             self.port: int = self._server.sockets[0].getsockname()[1]
         else:
             self._server = self._call(asyncio.start_unix_server(self._accepted, listen_unix))
@@ -117,8 +119,8 @@ class NetProxy:
         dst.transport.abort()
 
 
-def dsn_via(dsn: str, port: int) -> str:
-    """``dsn`` with its host and port replaced by 127.0.0.1:``port``."""
+def dsn_via(dsn: str, port: int, host: str = "127.0.0.1") -> str:
+    """``dsn`` with its host and port replaced by ``host``:``port``."""
     parts = urlsplit(dsn)
     user, at, _ = parts.netloc.rpartition("@")
-    return parts._replace(netloc=f"{user}{at}127.0.0.1:{port}").geturl()
+    return parts._replace(netloc=f"{user}{at}{host}:{port}").geturl()
