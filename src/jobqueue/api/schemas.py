@@ -9,7 +9,7 @@ from fastapi import Header, Path
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from jobqueue import fields
-from jobqueue.job import Attempt, Job, QueueInfo
+from jobqueue.job import Attempt, Job, JobStatus, QueueInfo
 from jobqueue.new_job import NewJob
 
 MAX_BATCH_JOBS = 10_000
@@ -134,3 +134,42 @@ class Readiness(BaseModel):
     status: str
     database: str
     listener: str | None = None
+
+
+# -- errors (api/errors.py builds them; api/responses.py declares them) ---------------
+
+
+class FieldError(BaseModel):
+    field: str
+    """The location without its body/path/query/header prefix, e.g. ``jobs.3.type``."""
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class FieldErrors(BaseModel):
+    detail: list[FieldError]
+
+
+class Problem(BaseModel):
+    detail: str
+
+
+class StateConflict(BaseModel):
+    detail: str
+    status: JobStatus
+    """The job's state, which the request does not apply to."""
+
+
+class EnqueueUnavailable(BaseModel):
+    detail: str
+    stored: Literal[False, "unknown"] | None = None
+    """Whether the jobs may have been stored: false, retry; "unknown", retry with the
+    same Idempotency-Key or unique_key (absent when the database was not reached to
+    store anything)."""
+
+
+class JobGone(BaseModel):
+    detail: str
+    job_id: int
+    """The job the Idempotency-Key was used for, since deleted by retention."""
