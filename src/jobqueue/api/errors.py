@@ -17,8 +17,10 @@ from typing import Any
 
 import asyncpg
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from jobqueue.db.pool import is_unavailable
 from jobqueue.errors import EnqueueError, EnqueueFailed
@@ -101,7 +103,18 @@ async def job_state_conflict(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc), "status": exc.job.status}, status_code=409)
 
 
+async def http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400 and isinstance(exc.detail, str):
+        # FastAPI's own, for a body it cannot even decode (not UTF-8): a malformed
+        # body like any other, named as the JSON syntax errors are.
+        return field_errors(400, [field_error(["body"], f"malformed body: {exc.detail}",
+                                              "body_invalid")])  # fmt: skip
+    return await http_exception_handler(request, exc)
+
+
 def install(app: FastAPI) -> None:
+    app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(JobNotFound, job_not_found)
     app.add_exception_handler(JobStateError, job_state_conflict)

@@ -45,7 +45,7 @@ from jobqueue.db.pool import is_unavailable
 from jobqueue.encoding import to_json
 from jobqueue.idempotency import IdempotencyKey, IdempotencyKeyReused, IdempotentJobGone
 from jobqueue.job import FINAL_STATES, Job, JobStatus, QueueInfo, WorkerInfo
-from jobqueue.new_job import NewJob
+from jobqueue.new_job import NewJob, StorableText
 from jobqueue.task import PayloadError
 from jobqueue.tokens import Principal, Scope
 
@@ -406,8 +406,8 @@ async def list_jobs(
     request: Request,
     who: Annotated[Principal, require(Scope.READ)],
     status: Annotated[JobStatus | None, Query(description="Only jobs in this state.")] = None,
-    type: Annotated[str | None, Query(description="Only jobs of this type.")] = None,
-    queue: Annotated[str | None, Query(description="Only jobs in this queue.")] = None,
+    type: Annotated[StorableText | None, Query(description="Only jobs of this type.")] = None,
+    queue: Annotated[StorableText | None, Query(description="Only jobs in this queue.")] = None,
     limit: Annotated[int, Query(ge=1, le=500, description="Page size.")] = 50,
     after: Annotated[
         int | None,

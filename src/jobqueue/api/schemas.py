@@ -10,7 +10,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from jobqueue import fields
 from jobqueue.job import Attempt, Job, JobStatus, QueueInfo
-from jobqueue.new_job import NewJob
+from jobqueue.new_job import NewJob, StorableText
 
 MAX_BATCH_JOBS = 10_000
 
@@ -68,8 +68,8 @@ class RetryFilter(BaseModel):
             "examples": [{"type": "send_email", "finished_after": "2026-11-29T00:00:00Z"}]
         },
     )
-    type: str | None = Field(default=None, description="Only jobs of this type.")
-    queue: str | None = Field(default=None, description="Only jobs in this queue.")
+    type: StorableText | None = Field(default=None, description="Only jobs of this type.")
+    queue: StorableText | None = Field(default=None, description="Only jobs in this queue.")
     finished_after: AwareDatetime | None = Field(
         default=None, description="Only jobs that ended at or after this time."
     )
@@ -85,8 +85,8 @@ class CancelFilter(BaseModel):
     """Which jobs a bulk cancel takes: all the filters given must match."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"type": "report"}]})
-    type: str | None = Field(default=None, description="Only jobs of this type.")
-    queue: str | None = Field(default=None, description="Only jobs in this queue.")
+    type: StorableText | None = Field(default=None, description="Only jobs of this type.")
+    queue: StorableText | None = Field(default=None, description="Only jobs in this queue.")
 
 
 # -- responses ----------------------------------------------------------------------
