@@ -23,9 +23,11 @@ from jobqueue import fields
 QueueName = Annotated[str, StringConstraints(pattern=fields.QUEUE_PATTERN)]
 # Text PostgreSQL can store (no NUL, no lone surrogate): any other is a 422, not a 500.
 StorableText = Annotated[str, AfterValidator(fields.storable)]
+# The constraints first: put after a validator, pydantic would not apply them.
 JobType = Annotated[
-    StorableText,
+    str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=fields.TYPE_MAX_LENGTH),
+    AfterValidator(fields.storable),
 ]
 Payload = Annotated[dict[str, Any], AfterValidator(fields.storable_json)]
 Int32 = Annotated[int, Field(ge=fields.INT32_MIN, le=fields.INT32_MAX)]
@@ -64,7 +66,9 @@ class NewJob(BaseModel):
 
     unique_key: (
         Annotated[
-            StorableText, StringConstraints(min_length=1, max_length=fields.UNIQUE_KEY_MAX_LENGTH)
+            str,
+            StringConstraints(min_length=1, max_length=fields.UNIQUE_KEY_MAX_LENGTH),
+            AfterValidator(fields.storable),
         ]
         | None
     ) = Field(

@@ -4,8 +4,9 @@
                  "msg": "Input should be greater than or equal to 1",
                  "type": "greater_than_equal"}]}
 
-Errors about no single field (404, 409, 503) carry ``detail`` as one string; a 409
-also gives the job's current ``status``, and an enqueue's 503 whether its jobs may have
+Errors about no single field (404, 409, 410, 503) carry ``detail`` as one string; a 409
+also gives the job's current ``status``, a 410 the ``job_id`` an Idempotency-Key was
+used for (api/schemas.py has each body), and an enqueue's 503 whether its jobs may have
 been stored (``"stored": false``: retry; ``"stored": "unknown"``: retry with the same
 ``Idempotency-Key`` or ``unique_key``, which cannot store it twice).
 """
