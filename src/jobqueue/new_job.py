@@ -12,6 +12,7 @@ from pydantic import (
     AfterValidator,
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -23,10 +24,14 @@ from jobqueue import fields
 QueueName = Annotated[str, StringConstraints(pattern=fields.QUEUE_PATTERN)]
 # Text PostgreSQL can store (no NUL, no lone surrogate): any other is a 422, not a 500.
 StorableText = Annotated[str, AfterValidator(fields.storable)]
-# The constraints first: put after a validator, pydantic would not apply them.
+# The constraints first: put after a validator, pydantic would not apply them. Stripped
+# by Python's str.strip, as fields.check_type strips it when the row is built: pydantic's
+# own stripping keeps characters Python strips (\x1c-\x1f), which would pass here and
+# fail there.
 JobType = Annotated[
     str,
-    StringConstraints(strip_whitespace=True, min_length=1, max_length=fields.TYPE_MAX_LENGTH),
+    StringConstraints(min_length=1, max_length=fields.TYPE_MAX_LENGTH),
+    BeforeValidator(lambda value: value.strip() if isinstance(value, str) else value),
     AfterValidator(fields.storable),
 ]
 Payload = Annotated[dict[str, Any], AfterValidator(fields.storable_json)]

@@ -3,8 +3,11 @@
 (and just past them) and random fuzzing. Every answer must be no 500, a status code
 the operation declares, and a body that matches the schema declared for that code.
 
-Bounded: 50 cases per operation per phase and a 100 s budget, from a fixed seed.
-Settings it cannot take as flags are in schemathesis.toml beside this file."""
+Bounded: 50 cases per operation in the examples and coverage phases; fuzzing repeats
+its 50 until a 90 s budget is spent, from a fixed seed on one worker, so a run replays
+the same cases in the same order and a faster machine only goes further along them.
+(Without the budget, one pass of 50 takes 25 s and finds less.) Settings it cannot
+take as flags are in schemathesis.toml beside this file."""
 
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ pytestmark = pytest.mark.fuzz
 CONFIG = Path(__file__).with_name("schemathesis.toml")
 PHASES = "examples,coverage,fuzzing"
 CHECKS = "not_a_server_error,status_code_conformance,response_schema_conformance"
-BUDGET_SECONDS = 100
+BUDGET_SECONDS = 90
 
 
 def test_every_operation_answers_as_its_openapi_schema_says(
@@ -57,7 +60,8 @@ def test_every_operation_answers_as_its_openapi_schema_says(
         code = run.popen.wait(BUDGET_SECONDS + 60)
     except subprocess.TimeoutExpired:
         raise AssertionError(f"schemathesis overran its budget:\n{run.output}") from None
+    # Non-zero for a failed check or an error; its warnings (such as most of POST /jobs's
+    # random bodies being refused) are printed, not failures.
     assert code == 0, run.output
-    assert "No issues found" in run.output, run.output
     for phase in ("Examples", "Coverage", "Fuzzing"):
         assert f"✅ {phase}" in run.output, run.output

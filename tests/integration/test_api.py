@@ -156,6 +156,8 @@ BAD_BODIES = [
         "not both",
     ),
     ('{"type": "nosuch"}', 422, "type", "known types: fail_test, noop, send_email, sleep"),
+    # Python strips \x1c-\x1f as whitespace, as the row's check does.
+    ('{"type": "\\u001d"}', 422, "type", "at least 1 character"),
     # Text PostgreSQL cannot store: a 422, not the database's error as a 500.
     ('{"type": "noop\\u0000"}', 422, "type", "NUL character"),
     ('{"type": "noop", "unique_key": "\\udc00"}', 422, "unique_key", "unicode string"),
