@@ -47,6 +47,7 @@ from jobqueue.task import Task, TaskDecorator, task_decorator
 from jobqueue.worker.worker import Worker, in_process, worker_settings
 
 if TYPE_CHECKING:
+    from jobqueue.idempotency import IdempotencyKey
     from jobqueue.new_job import NewJob
     from jobqueue.waiter import Waiter
 
@@ -272,12 +273,14 @@ class JobQueue:
         *,
         conn: asyncpg.Connection | None = None,
         headers: Mapping[str, str | None] | None = None,
+        idempotency_key: IdempotencyKey | None = None,
     ) -> tuple[Job, bool]:
         """Store a job described by a validated NewJob (what POST /jobs receives); return
-        it and whether it is new (False: the holder of its unique key). ``headers``: the
-        request's W3C trace context, recorded when no span is active."""
+        it and whether it is new (False: the holder of its unique key, or the job its
+        idempotency key names, see jobqueue.idempotency). ``headers``: the request's W3C
+        trace context, recorded when no span is active."""
         row = self._rows.row_of(spec, trace_context.recorded(headers))
-        return await self._insert(row, spec.unique_key, spec.unique_for, conn)
+        return await self._insert(row, spec.unique_key, spec.unique_for, conn, idempotency_key)
 
     async def _insert(
         self,
@@ -285,13 +288,14 @@ class JobQueue:
         unique_key: str | None,
         unique_for: float | None,
         conn: AppConnection | None,
+        idem: IdempotencyKey | None = None,
     ) -> tuple[Job, bool]:
-        if conn is None and unique_key is None:  # shared with concurrent calls
+        if conn is None and unique_key is None and idem is None:  # shared with concurrent calls
             resources = await opened(self._database.resources())
             job, created = await resources.enqueuer.insert(row), True
         else:
             job, created = await self._write(
-                conn, lambda store: insert(store, row, unique_key, unique_for)
+                conn, lambda store: insert(store, row, unique_key, unique_for, idem)
             )
         if created:
             observability.enqueued([row])

@@ -78,9 +78,14 @@ UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 def retention(name: str, raw: str) -> float | None:
     """A duration such as ``86400``, ``90m``, ``24h`` or ``7d``; ``forever``: keep."""
-    text = raw.strip().lower()
-    if text in ("forever", "never"):
+    if raw.strip().lower() in ("forever", "never"):
         return None
+    return duration(name, raw, or_forever=True)
+
+
+def duration(name: str, raw: str, *, or_forever: bool = False) -> float:
+    """A duration such as ``86400``, ``90m``, ``24h`` or ``7d``, in seconds."""
+    text = raw.strip().lower()
     number, unit = (text[:-1], text[-1]) if text[-1:] in UNITS else (text, "s")
     try:
         value = float(number) * UNITS[unit]
@@ -88,7 +93,8 @@ def retention(name: str, raw: str) -> float | None:
         value = 0.0
     if not value > 0 or value == float("inf"):
         raise ConfigError(
-            f"{name} must be a duration such as 86400, 90m, 24h or 7d, or forever; got {raw!r}"
+            f"{name} must be a duration such as 86400, 90m, 24h or 7d"
+            f"{', or forever' if or_forever else ''}; got {raw!r}"
         )
     return value
 
@@ -360,6 +366,16 @@ class Settings:
         "How long rows of the audit log (who retried, cancelled, paused, changed tokens) "
         "are kept; the same forms. Longer answers older questions, and the table grows by "
         "one row per control action; `forever` keeps every row.",
+    )
+    idempotency_ttl: float = setting(
+        "JOBQUEUE_IDEMPOTENCY_TTL",
+        duration,
+        86400.0,
+        "How long POST /jobs remembers an Idempotency-Key and the job it stored, whatever "
+        "became of the job: a retry within it gets that job back, never a second one. "
+        "Longer covers clients that retry later, at the cost of one small row per keyed "
+        "request; keep it within JOBQUEUE_RETAIN_COMPLETED, or a late retry finds the "
+        "job deleted (410).",
     )
     queues: tuple[str, ...] = setting(
         "JOBQUEUE_QUEUES",

@@ -33,6 +33,7 @@ from jobqueue.db.pool import error_text, is_unavailable, never_sent
 from jobqueue.db.records import JobRow
 from jobqueue.db.store import Store
 from jobqueue.errors import EnqueueError, EnqueueFailed, EnqueueOutcomeUnknown
+from jobqueue.idempotency import IdempotencyKey, remembered_insert
 from jobqueue.job import Job
 
 T = TypeVar("T")
@@ -81,6 +82,8 @@ async def on_pool(store: Store, write: Callable[[Store], Awaitable[T]]) -> T:
             continue
         try:
             return await write(store.on(conn))
+        except EnqueueError:
+            raise  # a write that knows what it stored (a transaction's, see idempotency)
         except Exception as exc:
             # A value the driver cannot encode is an InterfaceError too, but no outage.
             if isinstance(exc, ValueError) or not is_unavailable(exc):
@@ -119,10 +122,19 @@ def sent_failure(exc: BaseException) -> EnqueueError:
 
 
 async def insert(
-    store: Store, row: JobRow, unique_key: str | None, unique_for: float | None
+    store: Store,
+    row: JobRow,
+    unique_key: str | None,
+    unique_for: float | None,
+    idem: IdempotencyKey | None = None,
 ) -> tuple[Job, bool]:
     """Store one job on ``store``'s connection (the application's, in its transaction,
-    or a pooled one); return it and whether it is new (False: its key's holder)."""
+    or a pooled one); return it and whether it is new (False: its unique key's holder,
+    or the job its idempotency key ``idem`` names)."""
+    if idem is not None:
+        return await remembered_insert(
+            store, idem, lambda store: insert(store, row, unique_key, unique_for)
+        )
     if unique_key is None:
         return await store.enqueue(row=row), True
     return await insert_unique(store, row, unique_key, unique_for)

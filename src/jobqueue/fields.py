@@ -25,6 +25,37 @@ UNIQUE_KEY_MAX_LENGTH = 255
 _QUEUE = re.compile(QUEUE_PATTERN)
 
 
+def storable(text: str) -> str:
+    """``text`` if PostgreSQL can store it; ValueError if it holds a NUL character or
+    half of a UTF-16 surrogate pair (JSON can spell both; neither is text to
+    PostgreSQL, which would refuse the whole statement)."""
+    if "\x00" in text:
+        raise ValueError("must not contain the NUL character (\\u0000)")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must not contain half of a surrogate pair (\\ud800-\\udfff)") from None
+    return text
+
+
+def storable_json(value: Any, path: str = "") -> Any:
+    """``value`` if every string in it, keys included, is ``storable``; ValueError
+    names the first that is not by its path (``a.b.0``)."""
+    if isinstance(value, str):
+        try:
+            storable(value)
+        except ValueError as exc:
+            raise ValueError(f"{path or 'value'}: {exc}") from None
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            storable_json(key, f"{path}.{key!r}".lstrip("."))
+            storable_json(item, f"{path}.{key}".lstrip("."))
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            storable_json(item, f"{path}.{i}".lstrip("."))
+    return value
+
+
 def check_type(type: Any) -> str:
     """The job type, stripped of surrounding whitespace; ValueError names the field."""
     if not isinstance(type, str) or not 1 <= len(type.strip()) <= TYPE_MAX_LENGTH:

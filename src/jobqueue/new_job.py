@@ -8,14 +8,33 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
 
 from jobqueue import fields
 
 QueueName = Annotated[str, StringConstraints(pattern=fields.QUEUE_PATTERN)]
+# Text PostgreSQL can store (no NUL, no lone surrogate): any other is a 422, not a 500.
+StorableText = Annotated[str, AfterValidator(fields.storable)]
+# The constraints first: put after a validator, pydantic would not apply them. Stripped
+# by Python's str.strip, as fields.check_type strips it when the row is built: pydantic's
+# own stripping keeps characters Python strips (\x1c-\x1f), which would pass here and
+# fail there.
 JobType = Annotated[
-    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=fields.TYPE_MAX_LENGTH)
+    str,
+    StringConstraints(min_length=1, max_length=fields.TYPE_MAX_LENGTH),
+    BeforeValidator(lambda value: value.strip() if isinstance(value, str) else value),
+    AfterValidator(fields.storable),
 ]
+Payload = Annotated[dict[str, Any], AfterValidator(fields.storable_json)]
 Int32 = Annotated[int, Field(ge=fields.INT32_MIN, le=fields.INT32_MAX)]
 
 
@@ -33,9 +52,7 @@ class NewJob(BaseModel):
     )
 
     type: JobType = Field(description="Job type; a handler registered for it runs the job.")
-    payload: dict[str, Any] = Field(
-        default_factory=dict, description="JSON object handed to the handler."
-    )
+    payload: Payload = Field(default_factory=dict, description="JSON object handed to the handler.")
     queue: QueueName | None = Field(
         default=None, description="Queue name; default: the task's queue, else `default`."
     )
@@ -53,13 +70,18 @@ class NewJob(BaseModel):
     )
 
     unique_key: (
-        Annotated[str, StringConstraints(min_length=1, max_length=fields.UNIQUE_KEY_MAX_LENGTH)]
+        Annotated[
+            str,
+            StringConstraints(min_length=1, max_length=fields.UNIQUE_KEY_MAX_LENGTH),
+            AfterValidator(fields.storable),
+        ]
         | None
     ) = Field(
         default=None,
         description="While a job with this key is pending or running (or completed less "
         "than `unique_for` seconds ago), no new job is stored: the answer is that job, "
-        "with 200 instead of 201. The `Idempotency-Key` header sets it too.",
+        "with 200 instead of 201. Unlike the `Idempotency-Key` header, the key is free "
+        "again once its job ended (docs/unique-jobs.md).",
     )
     unique_for: Annotated[float, Field(ge=0, le=fields.MAX_DELAY_SECONDS)] | None = Field(
         default=None, description="Seconds the key stays taken after the job completed."

@@ -60,16 +60,21 @@ def test_the_api_serves_as_the_api_role(
         assert (again.status_code, again.json()["id"]) == (200, job["id"])
         batch = client.post("/jobs/batch", json={"jobs": [{"type": "noop"}] * 2})
         assert batch.status_code == 201, batch.text
+        keyed = [
+            client.post("/jobs", json={"type": "noop"}, headers={"Idempotency-Key": '"o-1"'})
+            for _ in range(2)
+        ]
+        assert [r.status_code for r in keyed] == [201, 200], keyed[0].text
         listed = client.get("/jobs")
         assert listed.status_code == 200
-        assert len(listed.json()["jobs"]) == 3
+        assert len(listed.json()["jobs"]) == 4
         assert client.get(f"/jobs/{job['id']}").json()["status"] == "pending"
         assert client.get(f"/jobs/{job['id']}/attempts").status_code == 200
         assert client.post(f"/jobs/{job['id']}/cancel").json()["status"] == "cancelled"
         assert client.post(f"/jobs/{job['id']}/retry").json()["status"] == "pending"
         assert client.post("/queues/default/pause").json()["paused"] is True
         assert client.post("/queues/default/resume").json()["paused"] is False
-        assert client.get("/queues").json()["queues"][0]["pending"] == 3
+        assert client.get("/queues").json()["queues"][0]["pending"] == 4
         assert client.get("/workers").status_code == 200
         assert client.get("/readyz").status_code == 200
     assert api.stop() == 0

@@ -156,6 +156,14 @@ BAD_BODIES = [
         "not both",
     ),
     ('{"type": "nosuch"}', 422, "type", "known types: fail_test, noop, send_email, sleep"),
+    # Python strips \x1c-\x1f as whitespace, as the row's check does.
+    ('{"type": "\\u001d"}', 422, "type", "at least 1 character"),
+    # Text PostgreSQL cannot store: a 422, not the database's error as a 500.
+    ('{"type": "noop\\u0000"}', 422, "type", "NUL character"),
+    ('{"type": "noop", "unique_key": "\\udc00"}', 422, "unique_key", "unicode string"),
+    ('{"type": "noop", "payload": {"a": [{"b": "\\u0000"}]}}', 422, "payload", "a.0.b: "),
+    ('{"type": "noop", "payload": {"\\ud800": 1}}', 422, "payload", "surrogate pair"),
+    (b'{"type": "\xff"}', 400, "body", "malformed body"),  # not UTF-8
     (
         '{"type": "noop", "payload": {"x": "' + "a" * 1000 + '"}}',
         413,
@@ -176,7 +184,7 @@ async def test_bad_job_is_refused_naming_the_field_and_nothing_is_stored(
     client: httpx.AsyncClient,
     db: asyncpg.Connection,
     schema: str,
-    body: str,
+    body: str | bytes,
     status: int,
     field: str,
     words: str,
@@ -198,6 +206,7 @@ async def test_bad_job_is_refused_naming_the_field_and_nothing_is_stored(
         ("/jobs?status=done", 422, "'pending'"),
         ("/jobs?limit=0", 422, "greater than or equal to 1"),
         ("/jobs?after=x", 422, "valid integer"),
+        ("/jobs?queue=%00", 422, "NUL character"),
     ],
 )
 async def test_bad_lookup_is_refused(

@@ -4,8 +4,9 @@
                  "msg": "Input should be greater than or equal to 1",
                  "type": "greater_than_equal"}]}
 
-Errors about no single field (404, 409, 503) carry ``detail`` as one string; a 409
-also gives the job's current ``status``, and an enqueue's 503 whether its jobs may have
+Errors about no single field (404, 409, 410, 503) carry ``detail`` as one string; a 409
+also gives the job's current ``status``, a 410 the ``job_id`` an Idempotency-Key was
+used for (api/schemas.py has each body), and an enqueue's 503 whether its jobs may have
 been stored (``"stored": false``: retry; ``"stored": "unknown"``: retry with the same
 ``Idempotency-Key`` or ``unique_key``, which cannot store it twice).
 """
@@ -17,8 +18,10 @@ from typing import Any
 
 import asyncpg
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from jobqueue.api.auth import TokensUnavailable
 from jobqueue.db.pool import is_unavailable
@@ -110,7 +113,18 @@ async def job_state_conflict(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc), "status": exc.job.status}, status_code=409)
 
 
+async def http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400 and isinstance(exc.detail, str):
+        # FastAPI's own, for a body it cannot even decode (not UTF-8): a malformed
+        # body like any other, named as the JSON syntax errors are.
+        return field_errors(400, [field_error(["body"], f"malformed body: {exc.detail}",
+                                              "body_invalid")])  # fmt: skip
+    return await http_exception_handler(request, exc)
+
+
 def install(app: FastAPI) -> None:
+    app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(JobNotFound, job_not_found)
     app.add_exception_handler(JobStateError, job_state_conflict)

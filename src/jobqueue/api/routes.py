@@ -10,15 +10,25 @@ from fastapi import APIRouter, Body, Header, HTTPException, Query, Request, Resp
 from fastapi.responses import JSONResponse
 
 from jobqueue import fields
-from jobqueue.api import access
+from jobqueue.api import access, idempotency
 from jobqueue.api.auth import require
 from jobqueue.api.errors import field_error
+from jobqueue.api.responses import (
+    BODY,
+    ENQUEUE_UNAVAILABLE,
+    INVALID,
+    JOB_NOT_FOUND,
+    UNAVAILABLE,
+    conflict,
+    declare,
+)
 from jobqueue.api.schemas import (
     AttemptList,
     BatchCreated,
     CancelFilter,
     Cancelled,
     Health,
+    JobGone,
     JobId,
     JobList,
     NewJobs,
@@ -34,8 +44,9 @@ from jobqueue.app import JobQueue
 from jobqueue.audit import Actor
 from jobqueue.db.pool import is_unavailable
 from jobqueue.encoding import to_json
+from jobqueue.idempotency import IdempotencyKey, IdempotencyKeyReused, IdempotentJobGone
 from jobqueue.job import FINAL_STATES, Job, JobStatus, QueueInfo, WorkerInfo
-from jobqueue.new_job import NewJob
+from jobqueue.new_job import NewJob, StorableText
 from jobqueue.task import PayloadError, job_options
 from jobqueue.tokens import Principal, Scope
 
@@ -57,13 +68,29 @@ def jobqueue(request: Request) -> JobQueue:
     status_code=201,
     response_model=Job,
     summary="Enqueue a job",
-    responses={
-        200: {"description": "A job with the same unique key exists: that job, nothing stored"},
-        400: {"description": "Malformed JSON"},
-        413: {"description": "Payload over JOBQUEUE_MAX_PAYLOAD_BYTES"},
-        422: {"description": "Invalid field, unknown field, or no handler for the type"},
-        503: {"description": "Database unavailable; `stored` says whether the job may be stored"},
-    },
+    responses=declare(
+        BODY,
+        INVALID,
+        ENQUEUE_UNAVAILABLE,
+        {
+            200: {
+                "description": "Nothing stored: the job this request's Idempotency-Key "
+                "stored before, or the pending or running job holding its unique key"
+            },
+            410: {
+                "description": "The Idempotency-Key's job was deleted by retention",
+                "model": JobGone,
+            },
+            413: {
+                "description": "Payload over JOBQUEUE_MAX_PAYLOAD_BYTES, or body over "
+                "JOBQUEUE_MAX_REQUEST_BYTES"
+            },
+            422: {
+                "description": "Invalid field, unknown field, no handler for the type, "
+                "or an Idempotency-Key used for another request"
+            },
+        },
+    ),
 )
 async def create_job(
     request: Request,
@@ -72,38 +99,60 @@ async def create_job(
     idempotency_key: Annotated[
         str | None,
         Header(
+            alias=idempotency.HEADER,
             min_length=1,
-            max_length=fields.UNIQUE_KEY_MAX_LENGTH,
-            description="The job's `unique_key`, for clients that retry a POST: a retried "
-            "request gets the job the first one stored.",
+            max_length=fields.UNIQUE_KEY_MAX_LENGTH + 2,
+            description="For clients that retry a POST: a retry with the key of a request "
+            "made within JOBQUEUE_IDEMPOTENCY_TTL gets the job that request stored (200), "
+            'whatever its state, and stores nothing. A structured-field string, `"key"`, '
+            "or a bare key; at most 255 characters of printable ASCII.",
+            examples=['"8e03978e-40d5-43e8-bc93-6894a57f9324"'],
         ),
     ] = None,
     traceparent: TraceParent = None,
     tracestate: TraceState = None,
 ) -> Response:
-    """Store a job (201, with `Location`) for a worker to run. A job whose `unique_key` (or
-    `Idempotency-Key` header) is held by a pending or running job is not stored: the
-    answer is that job, with 200. Every invalid field is a 422 naming it; nothing is stored."""
+    """Store a job (201, with `Location`) for a worker to run. A retry with the
+    `Idempotency-Key` of an earlier request gets that request's job (200); the key
+    with another body is a 422. A job whose `unique_key` is held by a pending or
+    running job is not stored: the answer is that job, with 200. Every invalid field
+    is a 422 naming it; nothing is stored."""
     jq = jobqueue(request)
-    if idempotency_key is not None:
-        if new.unique_key not in (None, idempotency_key):
-            raise HTTPException(
-                422,
-                detail=[field_error(["body", "unique_key"],
-                                    "differs from the Idempotency-Key header", "mismatch")],
-            )  # fmt: skip
-        new = new.model_copy(update={"unique_key": idempotency_key})
     problems = check(request, new, ["body"])
     if problems:
         raise HTTPException(problems_status(problems), detail=problems)
     refused = access.may_enqueue(who, queue=queue_of(jq, new), type=new.type, field="body")
     if refused is not None:
         raise access.forbid(refused)
+    remembered = None if idempotency_key is None else idempotency_of(jq, who, idempotency_key, new)
     trace = {"traceparent": traceparent, "tracestate": tracestate}
-    job, created = await jq.enqueue_job(new, headers=trace)
+    try:
+        job, created = await jq.enqueue_job(new, headers=trace, idempotency_key=remembered)
+    except IdempotencyKeyReused as exc:
+        raise HTTPException(422, detail=[idempotency_error(str(exc), "reused")]) from exc
+    except IdempotentJobGone as exc:
+        return JSONResponse({"detail": str(exc), "job_id": exc.job_id}, status_code=410)
     return job_response(
         access.shown(job, who), 201 if created else 200, {"Location": f"/jobs/{job.id}"}
     )
+
+
+def idempotency_of(jq: JobQueue, who: Principal, header: str, new: NewJob) -> IdempotencyKey:
+    """The request's key, its caller's, bound to the request (a 422 if malformed)."""
+    try:
+        key = idempotency.parse(header)
+    except ValueError as exc:
+        raise HTTPException(422, detail=[idempotency_error(str(exc), "invalid")]) from exc
+    return IdempotencyKey(
+        key=key,
+        principal=who.name,
+        request_hash=idempotency.request_hash(new),
+        ttl_seconds=jq.settings.idempotency_ttl,
+    )
+
+
+def idempotency_error(msg: str, type: str) -> dict[str, object]:
+    return field_error(["header", idempotency.HEADER], msg, f"idempotency_key_{type}")
 
 
 @router.post(
@@ -111,12 +160,20 @@ async def create_job(
     status_code=201,
     response_model=BatchCreated,
     summary="Enqueue many jobs, all or none",
-    responses={
-        400: {"description": "Malformed JSON"},
-        413: {"description": "A payload over JOBQUEUE_MAX_PAYLOAD_BYTES"},
-        422: {"description": "Invalid jobs; each error names its job by index, e.g. jobs.3.type"},
-        503: {"description": "Database unavailable; `stored` says whether the jobs may be stored"},
-    },
+    responses=declare(
+        BODY,
+        INVALID,
+        ENQUEUE_UNAVAILABLE,
+        {
+            413: {
+                "description": "A payload over JOBQUEUE_MAX_PAYLOAD_BYTES, or body over "
+                "JOBQUEUE_MAX_REQUEST_BYTES"
+            },
+            422: {
+                "description": "Invalid jobs; each error names its job by index, e.g. jobs.3.type"
+            },
+        },
+    ),
 )
 async def create_jobs(
     request: Request,
@@ -196,7 +253,12 @@ def problems_status(problems: list[dict[str, object]]) -> int:
     return 413 if all(p["type"] == "too_large" for p in problems) else 422
 
 
-@router.get("/jobs/{id}", response_model=Job, summary="Get a job", responses={404: {}})
+@router.get(
+    "/jobs/{id}",
+    response_model=Job,
+    summary="Get a job",
+    responses=declare(JOB_NOT_FOUND, INVALID, UNAVAILABLE),
+)
 async def get_job(
     request: Request,
     who: Annotated[Principal, require(Scope.READ)],
@@ -245,10 +307,12 @@ async def long_poll(jq: JobQueue, id: int, seconds: float, stopping: asyncio.Eve
     "/jobs/{id}/retry",
     response_model=Job,
     summary="Retry a failed or cancelled job",
-    responses={
-        404: {"description": "No such job"},
-        409: {"description": "The job is pending, running or completed"},
-    },
+    responses=declare(
+        JOB_NOT_FOUND,
+        conflict("The job is pending, running or completed"),
+        INVALID,
+        UNAVAILABLE,
+    ),
 )
 async def retry_job(
     request: Request, who: Annotated[Principal, require(Scope.CONTROL)], id: JobId
@@ -266,11 +330,13 @@ async def retry_job(
     "/jobs/{id}/cancel",
     response_model=Job,
     summary="Cancel a job",
-    responses={
-        202: {"description": "The job is running: its worker was asked to stop it"},
-        404: {"description": "No such job"},
-        409: {"description": "The job already completed or failed"},
-    },
+    responses=declare(
+        {202: {"description": "The job is running: its worker was asked to stop it"}},
+        JOB_NOT_FOUND,
+        conflict("The job already completed or failed"),
+        INVALID,
+        UNAVAILABLE,
+    ),
 )
 async def cancel_job(
     request: Request, who: Annotated[Principal, require(Scope.CONTROL)], id: JobId
@@ -286,7 +352,12 @@ async def cancel_job(
     return job_response(access.shown(job, who), 202 if job.status == JobStatus.RUNNING else 200)
 
 
-@router.post("/jobs/cancel", response_model=Cancelled, summary="Cancel jobs by filter")
+@router.post(
+    "/jobs/cancel",
+    response_model=Cancelled,
+    summary="Cancel jobs by filter",
+    responses=declare(BODY, INVALID, UNAVAILABLE),
+)
 async def cancel_jobs(
     request: Request,
     who: Annotated[Principal, require(Scope.CONTROL)],
@@ -302,7 +373,12 @@ async def cancel_jobs(
     return total
 
 
-@router.post("/jobs/retry", response_model=Retried, summary="Retry failed jobs by filter")
+@router.post(
+    "/jobs/retry",
+    response_model=Retried,
+    summary="Retry failed jobs by filter",
+    responses=declare(BODY, INVALID, UNAVAILABLE),
+)
 async def retry_jobs(
     request: Request,
     who: Annotated[Principal, require(Scope.CONTROL)],
@@ -327,7 +403,7 @@ async def retry_jobs(
     "/jobs/{id}/attempts",
     response_model=AttemptList,
     summary="A job's attempts and their logs",
-    responses={404: {}},
+    responses=declare(JOB_NOT_FOUND, INVALID, UNAVAILABLE),
 )
 async def get_attempts(
     request: Request, who: Annotated[Principal, require(Scope.READ)], id: JobId
@@ -348,13 +424,18 @@ def job_response(job: Job, status: int = 200, headers: dict[str, str] | None = N
     return Response(to_json(job), status, headers, media_type="application/json")
 
 
-@router.get("/jobs", response_model=JobList, summary="List jobs, newest first")
+@router.get(
+    "/jobs",
+    response_model=JobList,
+    summary="List jobs, newest first",
+    responses=declare(INVALID, UNAVAILABLE),
+)
 async def list_jobs(
     request: Request,
     who: Annotated[Principal, require(Scope.READ)],
     status: Annotated[JobStatus | None, Query(description="Only jobs in this state.")] = None,
-    type: Annotated[str | None, Query(description="Only jobs of this type.")] = None,
-    queue: Annotated[str | None, Query(description="Only jobs in this queue.")] = None,
+    type: Annotated[StorableText | None, Query(description="Only jobs of this type.")] = None,
+    queue: Annotated[StorableText | None, Query(description="Only jobs in this queue.")] = None,
     limit: Annotated[int, Query(ge=1, le=500, description="Page size.")] = 50,
     after: Annotated[
         int | None,
@@ -374,7 +455,12 @@ async def list_jobs(
     return JobList(jobs=shown, next_after=jobs[-1].id if len(jobs) == limit else None)
 
 
-@router.get("/queues", response_model=QueueList, summary="Every queue at a glance")
+@router.get(
+    "/queues",
+    response_model=QueueList,
+    summary="Every queue at a glance",
+    responses=UNAVAILABLE,
+)
 async def list_queues(
     request: Request, who: Annotated[Principal, require(Scope.READ)]
 ) -> QueueList:
@@ -385,7 +471,12 @@ async def list_queues(
     return QueueList(queues=access.queues_shown(await jobqueue(request).queues(), who))
 
 
-@router.post("/queues/{name}/pause", response_model=QueueInfo, summary="Pause a queue")
+@router.post(
+    "/queues/{name}/pause",
+    response_model=QueueInfo,
+    summary="Pause a queue",
+    responses=declare(INVALID, UNAVAILABLE),
+)
 async def pause_queue(
     request: Request, who: Annotated[Principal, require(Scope.QUEUES)], name: QueueName
 ) -> QueueInfo:
@@ -395,7 +486,12 @@ async def pause_queue(
     return await jobqueue(request).pause(name, by=Actor.of(who))
 
 
-@router.post("/queues/{name}/resume", response_model=QueueInfo, summary="Resume a queue")
+@router.post(
+    "/queues/{name}/resume",
+    response_model=QueueInfo,
+    summary="Resume a queue",
+    responses=declare(INVALID, UNAVAILABLE),
+)
 async def resume_queue(
     request: Request, who: Annotated[Principal, require(Scope.QUEUES)], name: QueueName
 ) -> QueueInfo:
@@ -404,7 +500,12 @@ async def resume_queue(
     return await jobqueue(request).resume(name, by=Actor.of(who))
 
 
-@router.get("/workers", response_model=list[WorkerInfo], summary="Worker processes")
+@router.get(
+    "/workers",
+    response_model=list[WorkerInfo],
+    summary="Worker processes",
+    responses=UNAVAILABLE,
+)
 async def list_workers(
     request: Request, who: Annotated[Principal, require(Scope.READ)]
 ) -> list[WorkerInfo]:
@@ -423,7 +524,7 @@ async def healthz() -> Health:
     "/readyz",
     response_model=Readiness,
     summary="Can the database be reached?",
-    responses={503: {"model": Readiness}},
+    responses={503: {"description": "The database did not answer", "model": Readiness}},
 )
 async def readyz(request: Request) -> Response:
     """200 when the database answers within 2 s, else 503; `listener` says whether workers
@@ -450,6 +551,7 @@ async def readyz(request: Request) -> Response:
             "content": {"text/plain": {}},
         },
         404: {"description": "Metrics are off (JOBQUEUE_METRICS=off)"},
+        503: {"description": "The API tokens cannot be read (the database is unavailable)"},
     },
 )
 async def metrics(request: Request, who: Annotated[Principal, require(Scope.METRICS)]) -> Response:

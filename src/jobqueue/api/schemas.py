@@ -10,8 +10,8 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from jobqueue import fields
 from jobqueue.audit_entry import AuditEntry
-from jobqueue.job import Attempt, Job, QueueInfo
-from jobqueue.new_job import NewJob
+from jobqueue.job import Attempt, Job, JobStatus, QueueInfo
+from jobqueue.new_job import NewJob, StorableText
 
 MAX_BATCH_JOBS = 10_000
 
@@ -69,8 +69,8 @@ class RetryFilter(BaseModel):
             "examples": [{"type": "send_email", "finished_after": "2026-11-29T00:00:00Z"}]
         },
     )
-    type: str | None = Field(default=None, description="Only jobs of this type.")
-    queue: str | None = Field(default=None, description="Only jobs in this queue.")
+    type: StorableText | None = Field(default=None, description="Only jobs of this type.")
+    queue: StorableText | None = Field(default=None, description="Only jobs in this queue.")
     finished_after: AwareDatetime | None = Field(
         default=None, description="Only jobs that ended at or after this time."
     )
@@ -86,8 +86,8 @@ class CancelFilter(BaseModel):
     """Which jobs a bulk cancel takes: all the filters given must match."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"type": "report"}]})
-    type: str | None = Field(default=None, description="Only jobs of this type.")
-    queue: str | None = Field(default=None, description="Only jobs in this queue.")
+    type: StorableText | None = Field(default=None, description="Only jobs of this type.")
+    queue: StorableText | None = Field(default=None, description="Only jobs in this queue.")
 
 
 # -- responses ----------------------------------------------------------------------
@@ -142,3 +142,42 @@ class AuditList(BaseModel):
     """Control actions, newest first."""
     next_after: int | None = None
     """Pass as ``after`` to get the next page; null on the last page."""
+
+
+# -- errors (api/errors.py builds them; api/responses.py declares them) ---------------
+
+
+class FieldError(BaseModel):
+    field: str
+    """The location without its body/path/query/header prefix, e.g. ``jobs.3.type``."""
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class FieldErrors(BaseModel):
+    detail: list[FieldError]
+
+
+class Problem(BaseModel):
+    detail: str
+
+
+class StateConflict(BaseModel):
+    detail: str
+    status: JobStatus
+    """The job's state, which the request does not apply to."""
+
+
+class EnqueueUnavailable(BaseModel):
+    detail: str
+    stored: Literal[False, "unknown"] | None = None
+    """Whether the jobs may have been stored: false, retry; "unknown", retry with the
+    same Idempotency-Key or unique_key (absent when the database was not reached to
+    store anything)."""
+
+
+class JobGone(BaseModel):
+    detail: str
+    job_id: int
+    """The job the Idempotency-Key was used for, since deleted by retention."""

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jobqueue import token_admin
 from jobqueue.api.auth import require
+from jobqueue.api.responses import BODY, INVALID, UNAVAILABLE, declare
 from jobqueue.api.routes import jobqueue
 from jobqueue.audit import Actor
 from jobqueue.tokens import NAME, Principal, Scope, TokenError, TokenInfo, new_token
@@ -71,7 +72,12 @@ class TokenCreated(TokenOut):
     secret: str = Field(description="Shown in this answer only: store it now.")
 
 
-@router.get("/tokens", response_model=TokenList, summary="Every API token, without secrets")
+@router.get(
+    "/tokens",
+    response_model=TokenList,
+    summary="Every API token, without secrets",
+    responses=declare(UNAVAILABLE),
+)
 async def list_tokens(
     request: Request, who: Annotated[Principal, require(Scope.ADMIN)]
 ) -> TokenList:
@@ -86,10 +92,9 @@ async def list_tokens(
     status_code=201,
     response_model=TokenCreated,
     summary="Create an API token",
-    responses={
-        409: {"description": "An unrevoked token has this name"},
-        422: {"description": "An invalid field"},
-    },
+    responses=declare(
+        BODY, INVALID, UNAVAILABLE, {409: {"description": "An unrevoked token has this name"}}
+    ),
 )
 async def create_token(
     request: Request,
@@ -117,7 +122,9 @@ async def create_token(
     "/tokens/{name}/revoke",
     response_model=TokenOut,
     summary="Revoke an API token",
-    responses={404: {"description": "No unrevoked token has this name"}},
+    responses=declare(
+        INVALID, UNAVAILABLE, {404: {"description": "No unrevoked token has this name"}}
+    ),
 )
 async def revoke_token(
     request: Request, who: Annotated[Principal, require(Scope.ADMIN)], name: TokenName

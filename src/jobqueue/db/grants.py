@@ -35,7 +35,7 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         "queue_count_changes": "SELECT, UPDATE, DELETE",
         "unique_keys": "SELECT, UPDATE, DELETE",  # forgetting expired keys
         "audit_log": "SELECT, UPDATE, DELETE",  # its retention (FOR UPDATE SKIP LOCKED)
-        "idempotency_keys": "SELECT, DELETE",  # forgetting expired keys
+        "idempotency_keys": "SELECT, UPDATE, DELETE",  # forgetting expired keys
     },
     "api": {
         "jobs": "SELECT, INSERT, UPDATE",  # enqueue, cancel, retry
@@ -47,7 +47,7 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         "queue_count_changes": "SELECT",
         "api_tokens": "SELECT, INSERT, UPDATE",  # checked, created, revoked
         "audit_log": "SELECT, INSERT, UPDATE",  # a bulk action's count grows per batch
-        "idempotency_keys": "SELECT, INSERT, DELETE",
+        "idempotency_keys": "SELECT, INSERT, UPDATE",  # taken (or an expired one retaken), bound
     },
 }
 

@@ -8,9 +8,12 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from jobqueue.context import JobContext, JobLog
+
+if TYPE_CHECKING:
+    from jobqueue.job import Job
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +127,16 @@ class Renewal:
 
     lost: list[ClaimedJob]
     cancel_requested: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class RememberedKey:
+    """An idempotency key as stored: the hash of the request that took it, the id of
+    the job it answered with, and that job (None once retention deleted it)."""
+
+    request_hash: bytes
+    job_id: int
+    job: Job | None
 
 
 @dataclass(frozen=True, slots=True)

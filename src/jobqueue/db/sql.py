@@ -82,6 +82,10 @@ class Queries:
     jobs_changed_since: str
     jobs_due_or_running: str
     heartbeat: str
+    idempotency_bind: str
+    idempotency_keys_expire: str
+    idempotency_lookup: str
+    idempotency_take: str
     leader_elect: str
     leader_resign: str
     list_jobs: str

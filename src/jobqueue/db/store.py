@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 import asyncpg
+from asyncpg.transaction import Transaction
 
 from jobqueue.audit_entry import AuditEntry
 from jobqueue.db.records import (
@@ -38,6 +39,7 @@ from jobqueue.db.records import (
     JobRow,
     LogChunk,
     ProgressReport,
+    RememberedKey,
     Renewal,
     Rescued,
 )
@@ -101,6 +103,14 @@ class Store:
         """This store on one pooled connection, inside a transaction."""
         async with self.pool.acquire() as conn, conn.transaction():
             yield self.on(conn)
+
+    def begin(self) -> Transaction:
+        """A transaction on this store's one connection, to start and end by hand (a
+        savepoint within one): for a caller that must tell a failed COMMIT apart."""
+        if isinstance(self.db, asyncpg.Pool) or not hasattr(self.db, "transaction"):
+            raise TypeError("a transaction needs one connection, not a pool")
+        transaction: Transaction = self.db.transaction()
+        return transaction
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -174,6 +184,28 @@ class Store:
     async def unique_holder(self, *, unique_key: str) -> Job | None:
         record = await self.db.fetchrow(self._q.unique_holder, unique_key)
         return None if record is None else Job.from_record(record)
+
+    async def idempotency_take(
+        self, *, principal: str | None, key: str, request_hash: bytes, ttl_seconds: float
+    ) -> bool:
+        """Whether the key was free (or expired) and is now this request's."""
+        taken = await self.db.fetchval(
+            self._q.idempotency_take, principal, key, request_hash, ttl_seconds, self.clock.now()
+        )
+        return bool(taken)
+
+    async def idempotency_bind(self, *, principal: str | None, key: str, job_id: int) -> None:
+        await self.db.execute(self._q.idempotency_bind, principal, key, job_id)
+
+    async def idempotency_lookup(self, *, principal: str | None, key: str) -> RememberedKey | None:
+        """The unexpired key: its request's hash, its job's id and that job if it exists."""
+        record = await self.db.fetchrow(
+            self._q.idempotency_lookup, principal, key, self.clock.now()
+        )
+        if record is None:
+            return None
+        job = None if record["id"] is None else Job.from_record(record)
+        return RememberedKey(record["request_hash"], record["key_job_id"], job)
 
     # -- a worker's claims and fenced writes ----------------------------------------
 
@@ -342,6 +374,12 @@ class Store:
     async def unique_keys_expire(self, *, limit: int) -> int:
         """Delete up to ``limit`` unique keys whose hold has ended; return how many."""
         return _count(await self.db.execute(self._q.unique_keys_expire, limit, self.clock.now()))
+
+    async def idempotency_keys_expire(self, *, limit: int) -> int:
+        """Delete up to ``limit`` idempotency keys past their expiry; return how many."""
+        return _count(
+            await self.db.execute(self._q.idempotency_keys_expire, limit, self.clock.now())
+        )
 
     # -- reading jobs ------------------------------------------------------------------
 

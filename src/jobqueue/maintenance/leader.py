@@ -2,8 +2,8 @@
 
 Every worker process runs a Leader, which competes for the lead. Each interval it
 claims or renews the leader row for three intervals; the process that holds it runs
-the rescuer, the scheduler, priority aging, retention and the folding of the
-queue counters' changes. A
+the rescuer, the scheduler, priority aging, retention, the folding of the
+queue counters' changes and the expiry of idempotency keys. A
 leader that dies or freezes stops renewing, and another process takes over within
 three intervals. Two processes that both believe they lead for a moment do no harm:
 rescuing, retention and folding are idempotent (they touch only expired leases,
@@ -24,6 +24,7 @@ from jobqueue.db.pool import log_failure
 from jobqueue.db.store import Store
 from jobqueue.maintenance.aging import Aging
 from jobqueue.maintenance.compaction import Compaction
+from jobqueue.maintenance.idempotency import IdempotencyExpiry
 from jobqueue.maintenance.rescuer import Rescuer
 from jobqueue.maintenance.retention import Retention
 from jobqueue.maintenance.scheduler import Scheduler
@@ -67,6 +68,7 @@ class Leader:
             retain_audit=retain_audit,
         )
         self.compaction = Compaction(store)
+        self.idempotency = IdempotencyExpiry(store)
         self.is_leader = False
         self.signals = LeaderSignals()
 
@@ -97,6 +99,7 @@ class Leader:
                 await self.scheduler.run_once()
                 await self.aging.run_if_due()
                 await self.retention.run_if_due()
+                await self.idempotency.run_once()
                 await self.compaction.run_once()
         except Exception as exc:
             log_failure(log, exc, "maintenance failed", "maintenance skipped")
