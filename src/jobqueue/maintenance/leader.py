@@ -2,8 +2,8 @@
 
 Every worker process runs a Leader, which competes for the lead. Each interval it
 claims or renews the leader row for three intervals; the process that holds it runs
-the rescuer, the scheduler, priority aging, retention and the folding of the
-queue counters' changes. A
+the rescuer, the scheduler, priority aging, retention, the folding of the
+queue counters' changes and the dashboard's per-minute series. A
 leader that dies or freezes stops renewing, and another process takes over within
 three intervals. Two processes that both believe they lead for a moment do no harm:
 rescuing, retention and folding are idempotent (they touch only expired leases,
@@ -27,6 +27,7 @@ from jobqueue.maintenance.compaction import Compaction
 from jobqueue.maintenance.rescuer import Rescuer
 from jobqueue.maintenance.retention import Retention
 from jobqueue.maintenance.scheduler import Scheduler
+from jobqueue.maintenance.series import Series
 from jobqueue.signals import Signal, Signals
 
 log = structlog.get_logger("jobqueue.maintenance")
@@ -63,6 +64,7 @@ class Leader:
             store, retain_completed=retain_completed, retain_failed=retain_failed
         )
         self.compaction = Compaction(store)
+        self.series = Series(store)
         self.is_leader = False
         self.signals = LeaderSignals()
 
@@ -94,6 +96,7 @@ class Leader:
                 await self.aging.run_if_due()
                 await self.retention.run_if_due()
                 await self.compaction.run_once()
+                await self.series.run_once()
         except Exception as exc:
             log_failure(log, exc, "maintenance failed", "maintenance skipped")
         self.signals.ran.fire(self.is_leader)
