@@ -313,9 +313,7 @@ class Store:
 
     async def leader_holder(self, *, role: str) -> str | None:
         """The id of the process that holds the lead of ``role`` now, if any."""
-        holder: str | None = await self.db.fetchval(
-            self._q.leader_holder, role, self.clock.now()
-        )
+        holder: str | None = await self.db.fetchval(self._q.leader_holder, role, self.clock.now())
         return holder
 
     async def leader_resign(self, *, role: str, leader_id: str) -> None:
