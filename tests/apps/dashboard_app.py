@@ -11,7 +11,7 @@ jq = JobQueue()
 
 
 @jq.task("flaky", max_attempts=2)
-async def flaky(payload: dict[str, Any], ctx: JobContext) -> dict[str, str]:
+def flaky(payload: dict[str, Any], ctx: JobContext) -> dict[str, str]:
     ctx.log.info("checking the mail server", attempt=ctx.attempt)
     if not Path(payload["fixed_when"]).exists():
         raise ConnectionError(f"mail server down (attempt {ctx.attempt})")
