@@ -119,6 +119,10 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
                 open_without_tokens=open_without_tokens,
                 admin_secret=admin,
             )
+            from jobqueue import ui
+
+            # The dashboard shares the API's view of the tokens and its shutdown signal.
+            app.mount("/ui", ui.app(jq, authenticator=app.state.auth, stopping=app.state.stopping))
             http = HttpServer(app, grace_seconds=HTTP_GRACE_SECONDS)
             http_task = asyncio.create_task(http.serve(sockets=[sock]), name="http")
             log.info(f"Serving HTTP on http://{settings.host}:{sock.getsockname()[1]}")

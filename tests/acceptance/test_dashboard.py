@@ -11,7 +11,6 @@ import json
 import os
 import re
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -208,6 +207,7 @@ def test_a_failing_job_shows_both_attempts_and_retry_runs_it_again(
 def test_pausing_a_queue_from_the_ui_stops_its_jobs_from_starting(
     env: dict[str, str], spawn: Spawn, browser: Browser, tmp_path: Path
 ) -> None:
+    env["JOBQUEUE_QUEUES"] = "default,other"
     base = serve(env, spawn)
     finished(base, enqueue(base, "quick", {}))
     page = new_page(browser)
@@ -217,7 +217,12 @@ def test_pausing_a_queue_from_the_ui_stops_its_jobs_from_starting(
     assert httpx.get(f"{base}/queues").json()["queues"][0]["paused"] is True
 
     job_id = enqueue(base, "quick", {})
-    time.sleep(2)  # several claims' worth: the worker polls every 0.2 s here
+    # The worker goes on claiming from the other queue, five times over, and never
+    # starts the paused queue's job.
+    for i in range(5):
+        assert finished(base, enqueue(base, "quick", {"n": i}, queue="other"))["status"] == (
+            "completed"
+        )
     assert httpx.get(f"{base}/jobs/{job_id}").json()["status"] == "pending"
     expect(page.locator('tr[data-queue="default"] td[data-state="pending"]')).to_have_text(
         "1", timeout=10_000
@@ -270,10 +275,10 @@ def test_a_read_only_token_sees_no_buttons_and_its_posts_are_refused(
     expect(page.locator("#payload")).to_contain_text("Hidden")
     assert "s3cr3t" not in page.content()
     expect(page.locator("#attempt-1")).to_contain_text("Log hidden")
+    shot(page, tmp_path, "dashboard-read-only")
     page.goto(f"{base}/ui/jobs?status=failed")
     assert page.locator("input[type=checkbox][name=id]").count() == 0
     assert page.get_by_text("Retry all").count() == 0
-    shot(page, tmp_path, "dashboard-read-only")
 
     # A forged POST with the reader's cookie and a valid CSRF token: refused all the same.
     csrf = page.locator("input[name=csrf]").first.get_attribute("value")

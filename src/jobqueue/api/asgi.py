@@ -1,4 +1,4 @@
-"""The ASGI application (FastAPI) that serves a JobQueue over HTTP, the dashboard at /ui."""
+"""The ASGI application (FastAPI) that serves a JobQueue over HTTP."""
 
 from __future__ import annotations
 
@@ -52,10 +52,6 @@ def create_app(
     )
     app.include_router(router)
     auth.install(app, [router])
-    # The dashboard shares the API's view of the tokens and its shutdown signal.
-    from jobqueue import ui
-
-    app.mount("/ui", ui.app(jq, authenticator=app.state.auth, stopping=app.state.stopping))
     errors.install(app)
     app.add_middleware(BodyLimit, max_request_bytes=jq.settings.max_request_bytes)
     if metrics is not None:  # outermost: it sees every answer, a 413 included
