@@ -328,3 +328,34 @@ def test_a_phone_width_has_no_horizontal_scroll(
         assert width <= PHONE["width"], (path, width)
         if name in ("overview", "job"):
             shot(page, tmp_path, f"dashboard-phone-{name}")
+
+
+def test_retry_all_that_match_shows_the_count_first_and_cancel_selected(
+    env: dict[str, str], spawn: Spawn, browser: Browser, tmp_path: Path
+) -> None:
+    base = serve(env, spawn)
+    fixed = tmp_path / "fixed"
+    failed = [enqueue(base, "flaky", {"fixed_when": str(fixed)}) for _ in range(3)]
+    for job_id in failed:
+        assert finished(base, job_id)["status"] == "failed"
+    page = new_page(browser)
+    page.goto(f"{base}/ui/jobs?status=failed")
+    page.get_by_role("link", name="Retry all…").click()
+    expect(page.locator("#bulk-count")).to_have_text("3")
+    shot(page, tmp_path, "dashboard-confirm")
+    assert all(httpx.get(f"{base}/jobs/{i}").json()["status"] == "failed" for i in failed)
+    fixed.touch()
+    page.get_by_role("button", name="Retry 3 jobs").click()
+    expect(page.locator("#done")).to_have_text("3 jobs retried.")
+    assert [finished(base, i)["status"] for i in failed] == ["completed"] * 3
+
+    # Ticked in the list: only those.
+    slow = [enqueue(base, "slow", {"steps": 100, "step_seconds": 0.1}) for _ in range(2)]
+    page.goto(f"{base}/ui/jobs?type=slow")
+    for job_id in slow:  # running, so that no claim is under way as it is cancelled
+        expect(page.locator(f'tr[data-job="{job_id}"] .badge')).to_have_text("running")
+    page.get_by_label(f"Select job {slow[0]}").check()
+    page.get_by_role("button", name="Cancel selected").click()
+    expect(page.locator("#done")).to_have_text("1 jobs cancelled or asked to stop.")
+    assert finished(base, slow[0])["status"] == "cancelled"
+    assert httpx.get(f"{base}/jobs/{slow[1]}").json()["status"] in ("pending", "running")

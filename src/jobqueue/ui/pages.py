@@ -370,8 +370,9 @@ async def bulk_run(request: Request) -> HTMLResponse:
     verb = "retried" if params["action"] == "retry" else "cancelled or asked to stop"
     back = _query(**{k: params[k] for k in ("status", "queue", "type")})
     return render(
-        request, "done.html", who, live=False, message=f"{done:,} jobs {verb}.", back=back
-    )
+        request, "done.html", who, live=False, message=f"{done:,} jobs {verb}.", refused=[],
+        back=back,
+    )  # fmt: skip
 
 
 @router.post("/jobs/selected", response_class=HTMLResponse)
@@ -392,9 +393,9 @@ async def selected_run(request: Request) -> HTMLResponse:
             if action == "retry":
                 await jq.retry(job.id)
             else:
-                await jq.cancel(job.id)
+                cancelled(await jq.cancel(job.id))
             done += 1
-        except (JobNotFound, JobStateError) as exc:  # one refusal skips one job
+        except (JobNotFound, JobStateError, HTTPException) as exc:  # skips that job only
             refused.append(f"{raw}: {exc}")
     verb = "retried" if action == "retry" else "cancelled or asked to stop"
     return render(
@@ -443,8 +444,18 @@ async def cancel(request: Request, job_id: int) -> Response:
     who, _ = await acting(request, Scope.CONTROL)
     jq = jobqueue(request)
     access.visible(await jq.get(job_id), who, job_id)
-    await jq.cancel(job_id)
+    cancelled(await jq.cancel(job_id))
     return within(request, f"/jobs/{job_id}", "/jobs")
+
+
+def cancelled(job: Job) -> None:
+    """A cancel that found the job's row locked (a worker claiming it at that instant)
+    passes over it: say so, rather than report a cancel that did not happen."""
+    if job.status != JobStatus.CANCELLED and job.cancel_requested_at is None:
+        raise HTTPException(
+            409,
+            detail=f"job {job.id} was being claimed as it was cancelled; nothing changed: retry",
+        )
 
 
 # -- workers and cron ----------------------------------------------------------------------
