@@ -122,7 +122,10 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
             from jobqueue import ui
 
             # The dashboard shares the API's view of the tokens and its shutdown signal.
-            app.mount("/ui", ui.app(jq, authenticator=app.state.auth, stopping=app.state.stopping))
+            dashboard = ui.app(
+                jq, authenticator=app.state.auth, stopping=app.state.stopping, api=app
+            )
+            app.mount("/ui", dashboard)
             http = HttpServer(app, grace_seconds=HTTP_GRACE_SECONDS)
             http_task = asyncio.create_task(http.serve(sockets=[sock]), name="http")
             log.info(f"Serving HTTP on http://{settings.host}:{sock.getsockname()[1]}")

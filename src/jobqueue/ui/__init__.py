@@ -15,6 +15,7 @@ from importlib import resources
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
 
 from jobqueue import tokens
 from jobqueue.api.auth import Authenticator
@@ -33,12 +34,14 @@ def app(
     authenticator: Authenticator | None = None,
     open_without_tokens: bool = False,
     stopping: asyncio.Event | None = None,
+    api: ASGIApp | None = None,
 ) -> FastAPI:
     """The dashboard of ``jq``. ``authenticator``: the API's, to share its view of the
     tokens (by default, one of its own, reading JOBQUEUE_ADMIN_TOKEN). Then
     ``open_without_tokens``: with no token at all, let every browser in (off: mounted
     in an application of your own, the dashboard needs a token unless you say so).
-    ``stopping``: set when the server stops, to end the live streams."""
+    ``stopping``: set when the server stops, to end the live streams. ``api``: the
+    HTTP API application whose ``GET /audit`` the Audit page shows (None: no page)."""
     ui = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     ui.state.jobqueue = jq
     ui.state.auth = authenticator or Authenticator(
@@ -49,6 +52,7 @@ def app(
     )
     ui.state.hub = Hub(jq)
     ui.state.stopping = stopping or asyncio.Event()
+    ui.state.api = api
     static = resources.files("jobqueue.ui") / "static"
     ui.mount("/static", StaticFiles(directory=str(static)), name="static")
     ui.include_router(pages.router)

@@ -32,7 +32,7 @@ from jobqueue.job import (
 )
 from jobqueue.maintenance.leader import ROLE as LEADER_ROLE
 from jobqueue.tokens import Principal, Scope
-from jobqueue.ui import bulk, charts, session
+from jobqueue.ui import audit, bulk, charts, session
 from jobqueue.ui.live import Hub
 
 router = APIRouter()
@@ -495,6 +495,24 @@ async def cron(request: Request) -> HTMLResponse:
             }
         )
     return render(request, "cron.html", who, rows=rows)
+
+
+@router.get("/audit", response_class=HTMLResponse)
+async def audit_page(request: Request) -> HTMLResponse:
+    who = await session.principal(request)
+    if not who.has(Scope.ADMIN):
+        raise HTTPException(403, detail=f"the audit log needs the scope {Scope.ADMIN}")
+    api = request.app.state.api
+    after = request.query_params.get("after")
+    page = None
+    if api is not None:
+        page = await audit.read(
+            api,
+            token=request.cookies.get(session.SESSION_COOKIE),
+            client=session.client_of(request),
+            after=int(after) if after and after.isdigit() else None,
+        )
+    return render(request, "audit.html", who, live=False, page=page)
 
 
 # -- live ------------------------------------------------------------------------------------
