@@ -41,7 +41,8 @@ def app(
     ``open_without_tokens``: with no token at all, let every browser in (off: mounted
     in an application of your own, the dashboard needs a token unless you say so).
     ``stopping``: set when the server stops, to end the live streams. ``api``: the
-    HTTP API application whose ``GET /audit`` the Audit page shows (None: no page)."""
+    HTTP API application the actions and the Audit page go through (None: one of the
+    dashboard's own, on ``jq``)."""
     ui = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     ui.state.jobqueue = jq
     ui.state.auth = authenticator or Authenticator(
@@ -52,7 +53,9 @@ def app(
     )
     ui.state.hub = Hub(jq)
     ui.state.stopping = stopping or asyncio.Event()
-    ui.state.api = api
+    # The actions and the Audit page go through the HTTP API's routes (see
+    # jobqueue.ui.inprocess); mounted without one, the dashboard has one of its own.
+    ui.state.api = api or _own_api(jq, ui.state.auth)
     static = resources.files("jobqueue.ui") / "static"
     ui.mount("/static", StaticFiles(directory=str(static)), name="static")
     ui.include_router(pages.router)
@@ -62,6 +65,14 @@ def app(
     ui.add_exception_handler(JobStateError, _conflict)
     ui.add_middleware(SecurityHeaders)
     return ui
+
+
+def _own_api(jq: JobQueue, auth: Authenticator) -> FastAPI:
+    from jobqueue.api.asgi import create_app
+
+    api = create_app(jq, check_types=False, open_without_tokens=auth.open_without_tokens)
+    api.state.auth = auth  # one view of the tokens, and one failure count, for both
+    return api
 
 
 async def _sign_in(request: Request, exc: Exception) -> Response:

@@ -10,6 +10,7 @@ counts millions of rows. The action itself runs in batches (jobqueue.control).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from jobqueue.api import access
 from jobqueue.app import JobQueue
@@ -73,24 +74,12 @@ async def count(
     return Matched(min(n, COUNT_LIMIT), n <= COUNT_LIMIT)
 
 
-async def run(
-    jq: JobQueue,
-    who: Principal,
-    *,
-    action: str,
-    status: JobStatus | None,
-    queue: str | None,
-    type: str | None,
-) -> int:
-    """Do it, within the token's reach; return how many jobs it touched."""
-    states = statuses(action, status)
-    if not states:
-        return 0
-    done = 0
-    for q, t in access.filters(who, queue=queue, type=type):
-        if action == "retry":
-            done += await jq.retry_many(type=t, queue=q, statuses=states)
-        else:
-            counts = await jq.cancel_many(type=t, queue=q)
-            done += counts["cancelled"] + counts["requested"]
-    return done
+def api_request(
+    action: str, *, status: JobStatus | None, queue: str | None, type: str | None
+) -> tuple[str, dict[str, Any]]:
+    """The HTTP API's route and body that do the action (POST /jobs/retry, /jobs/cancel):
+    it applies the token's reach, and runs in batches."""
+    where: dict[str, Any] = {k: v for k, v in (("queue", queue), ("type", type)) if v}
+    if action == "retry":
+        return "/jobs/retry", {**where, "statuses": [str(s) for s in statuses(action, status)]}
+    return "/jobs/cancel", where

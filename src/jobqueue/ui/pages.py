@@ -26,13 +26,11 @@ from jobqueue.job import (
     FINAL_STATES,
     RETRYABLE_STATES,
     Job,
-    JobNotFound,
-    JobStateError,
     JobStatus,
 )
 from jobqueue.maintenance.leader import ROLE as LEADER_ROLE
 from jobqueue.tokens import Principal, Scope
-from jobqueue.ui import audit, bulk, charts, session
+from jobqueue.ui import audit, bulk, charts, inprocess, session
 from jobqueue.ui.live import Hub
 
 router = APIRouter()
@@ -124,14 +122,35 @@ def first(fields: dict[str, list[str]], name: str) -> str | None:
     return values[0] if values else None
 
 
-async def acting(request: Request, scope: Scope) -> tuple[Principal, dict[str, list[str]]]:
-    """Who a POST acts as, once its CSRF token and then its scope are checked."""
+async def acting(request: Request) -> tuple[Principal, dict[str, list[str]]]:
+    """Who a POST acts as, once its CSRF token is checked; the API checks the scope."""
     who = await session.principal(request, None)
     fields = await form(request)
     session.check_csrf(request, first(fields, session.CSRF_FIELD))
-    if not who.has(scope):
-        raise HTTPException(403, detail=f"this token lacks the scope {scope}")
     return who, fields
+
+
+async def act(request: Request, path: str, body: Any = None) -> Any:
+    """POST ``path`` to the HTTP API (jobqueue.ui.inprocess) as this session; its
+    answer, or its refusal raised as the error page (its 401 as the sign-in form)."""
+    status, answer = await inprocess.call(
+        request.app.state.api,
+        "POST",
+        path,
+        token=request.cookies.get(session.SESSION_COOKIE),
+        client=session.client_of(request),
+        body=body,
+    )
+    if status == 401:
+        raise session.SignInNeeded
+    if status >= 400:
+        detail = answer.get("detail") if isinstance(answer, dict) else None
+        if isinstance(detail, list):  # a 422's field errors
+            detail = "; ".join(
+                str(d.get("msg", d)) if isinstance(d, dict) else str(d) for d in detail
+            )
+        raise HTTPException(status, detail=str(detail or f"the API answered {status}"))
+    return answer
 
 
 # -- sign-in -----------------------------------------------------------------------------
@@ -208,17 +227,15 @@ async def overview(request: Request) -> HTMLResponse:
 
 @router.post("/queues/{name}/pause")
 async def pause(request: Request, name: str) -> Response:
-    who, fields = await acting(request, Scope.QUEUES)
-    access.may_control_queue(who, name)
-    await jobqueue(request).pause(name)
+    _, fields = await acting(request)
+    await act(request, f"/queues/{name}/pause")
     return within(request, first(fields, "next"), "/")
 
 
 @router.post("/queues/{name}/resume")
 async def resume(request: Request, name: str) -> Response:
-    who, fields = await acting(request, Scope.QUEUES)
-    access.may_control_queue(who, name)
-    await jobqueue(request).resume(name)
+    _, fields = await acting(request)
+    await act(request, f"/queues/{name}/resume")
     return within(request, first(fields, "next"), "/")
 
 
@@ -361,42 +378,43 @@ async def bulk_confirm(request: Request) -> HTMLResponse:
 
 @router.post("/jobs/bulk", response_class=HTMLResponse)
 async def bulk_run(request: Request) -> HTMLResponse:
-    who, fields = await acting(request, Scope.CONTROL)
+    who, fields = await acting(request)
     try:
         params = _bulk_params({k: v[0] for k, v in fields.items()})
     except BadFilter as exc:
         return render(request, "error.html", who, 422, live=False, message=str(exc))
-    done = await bulk.run(jobqueue(request), who, **params)
-    verb = "retried" if params["action"] == "retry" else "cancelled or asked to stop"
+    path, body = bulk.api_request(
+        params["action"], status=params["status"], queue=params["queue"], type=params["type"]
+    )
+    answer = await act(request, path, body)
+    if params["action"] == "retry":
+        message = f"{answer['retried']:,} jobs retried."
+    else:
+        message = (
+            f"{answer['cancelled']:,} jobs cancelled, {answer['requested']:,} running "
+            "jobs asked to stop."
+        )
     back = _query(**{k: params[k] for k in ("status", "queue", "type")})
-    return render(
-        request, "done.html", who, live=False, message=f"{done:,} jobs {verb}.", refused=[],
-        back=back,
-    )  # fmt: skip
+    return render(request, "done.html", who, live=False, message=message, refused=[], back=back)
 
 
 @router.post("/jobs/selected", response_class=HTMLResponse)
 async def selected_run(request: Request) -> HTMLResponse:
     """Retry or cancel the jobs ticked in the list; each one as its own button would."""
-    who, fields = await acting(request, Scope.CONTROL)
+    who, fields = await acting(request)
     action = first(fields, "action")
     if action not in bulk.ACTIONS:
-        return render(
-            request, "error.html", who, 422, live=False, message="action: retry or cancel"
-        )
-    jq = jobqueue(request)
+        message = "action: must be retry or cancel"
+        return render(request, "error.html", who, 422, live=False, message=message)
     done, refused = 0, []
     for raw in fields.get("id", [])[:PAGE_SIZE]:
-        job_id = int(raw) if raw.isdigit() else 0
         try:
-            job = access.visible(await jq.get(job_id), who, job_id)
-            if action == "retry":
-                await jq.retry(job.id)
-            else:
-                cancelled(await jq.cancel(job.id))
+            job = await act(request, f"/jobs/{int(raw) if raw.isdigit() else 0}/{action}")
+            if action == "cancel":
+                cancelled(job)
             done += 1
-        except (JobNotFound, JobStateError, HTTPException) as exc:  # skips that job only
-            refused.append(f"{raw}: {exc}")
+        except HTTPException as exc:  # skips that job only
+            refused.append(f"job {raw}: {exc.detail}")
     verb = "retried" if action == "retry" else "cancelled or asked to stop"
     return render(
         request, "done.html", who, live=False, message=f"{done} jobs {verb}.",
@@ -432,29 +450,25 @@ async def job_page(request: Request, job_id: int) -> HTMLResponse:
 
 @router.post("/jobs/{job_id}/retry")
 async def retry(request: Request, job_id: int) -> Response:
-    who, _ = await acting(request, Scope.CONTROL)
-    jq = jobqueue(request)
-    access.visible(await jq.get(job_id), who, job_id)
-    await jq.retry(job_id)
+    await acting(request)
+    await act(request, f"/jobs/{job_id}/retry")
     return within(request, f"/jobs/{job_id}", "/jobs")
 
 
 @router.post("/jobs/{job_id}/cancel")
 async def cancel(request: Request, job_id: int) -> Response:
-    who, _ = await acting(request, Scope.CONTROL)
-    jq = jobqueue(request)
-    access.visible(await jq.get(job_id), who, job_id)
-    cancelled(await jq.cancel(job_id))
+    await acting(request)
+    cancelled(await act(request, f"/jobs/{job_id}/cancel"))
     return within(request, f"/jobs/{job_id}", "/jobs")
 
 
-def cancelled(job: Job) -> None:
+def cancelled(job: dict[str, Any]) -> None:
     """A cancel that found the job's row locked (a worker claiming it at that instant)
     passes over it: say so, rather than report a cancel that did not happen."""
-    if job.status != JobStatus.CANCELLED and job.cancel_requested_at is None:
+    if job["status"] != JobStatus.CANCELLED and job["cancel_requested_at"] is None:
         raise HTTPException(
             409,
-            detail=f"job {job.id} was being claimed as it was cancelled; nothing changed: retry",
+            detail=f"job {job['id']} was being claimed as it was cancelled; nothing changed: retry",
         )
 
 

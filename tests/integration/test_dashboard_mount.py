@@ -1,0 +1,54 @@
+"""The dashboard mounted in an application of one's own (`app.mount("/jobs",
+jobqueue.ui.app(jq))`): its links and cookies follow the mount point, it needs a token
+unless told otherwise, and its actions go through an HTTP API of its own."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from jobqueue import ui
+from jobqueue.app import JobQueue
+
+pytestmark = pytest.mark.anyio
+
+
+def client(app: FastAPI) -> httpx.AsyncClient:
+    transport = httpx.ASGITransport(app=app, client=("192.0.2.9", 5000))
+    return httpx.AsyncClient(transport=transport, base_url="http://app.test")
+
+
+async def test_mounted_under_jobs_it_pauses_a_queue_and_wants_csrf(jq: JobQueue) -> None:
+    await jq.enqueue("report", queue="mail")
+    app = FastAPI()
+    app.mount("/jobs", ui.app(jq, open_without_tokens=True))
+    async with client(app) as browser:
+        page = await browser.get("/jobs/")
+        assert page.status_code == 200
+        assert 'href="/jobs/jobs?queue=mail"' in page.text
+        assert 'src="/jobs/static/ui.js"' in page.text
+        assert "Path=/jobs" in page.headers["set-cookie"]
+        csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', page.text)
+        assert csrf is not None
+
+        refused = await browser.post("/jobs/queues/mail/pause", data={"next": "/"})
+        assert refused.status_code == 403
+        assert "CSRF" in refused.text
+        assert not (await jq.queue("mail")).paused
+
+        done = await browser.post("/jobs/queues/mail/pause", data={"csrf": csrf[1], "next": "/"})
+        assert (done.status_code, done.headers["location"]) == (303, "/jobs/")
+        assert (await jq.queue("mail")).paused
+
+
+async def test_mounted_without_being_told_it_asks_for_a_token(jq: JobQueue) -> None:
+    app = FastAPI()
+    app.mount("/jobs", ui.app(jq))
+    async with client(app) as browser:
+        page = await browser.get("/jobs/")
+        assert (page.status_code, page.headers["location"]) == (303, "/jobs/login")
+        login = await browser.get("/jobs/login")
+        assert 'name="token"' in login.text
