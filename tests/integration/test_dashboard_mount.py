@@ -4,8 +4,11 @@ unless told otherwise, and its actions go through an HTTP API of its own."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
 
+import asyncpg
 import httpx
 import pytest
 from fastapi import FastAPI
@@ -52,3 +55,23 @@ async def test_mounted_without_being_told_it_asks_for_a_token(jq: JobQueue) -> N
         assert (page.status_code, page.headers["location"]) == (303, "/jobs/login")
         login = await browser.get("/jobs/login")
         assert 'name="token"' in login.text
+
+
+async def test_the_job_page_links_its_trace_through_the_trace_url(
+    jq: JobQueue, db: asyncpg.Connection, schema: str
+) -> None:
+    jq.settings = dataclasses.replace(
+        jq.settings, trace_url="https://tracing.example/trace/{trace_id}"
+    )
+    job = await jq.enqueue("report", {"to": "a@example.com"})
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    await db.execute(
+        f'UPDATE "{schema}".jobs SET trace_context = $2::jsonb WHERE id = $1',
+        job.id, json.dumps({"traceparent": f"00-{trace_id}-00f067aa0ba902b7-01"}),
+    )  # fmt: skip
+    app = FastAPI()
+    app.mount("/jobs", ui.app(jq, open_without_tokens=True))
+    async with client(app) as browser:
+        page = (await browser.get(f"/jobs/jobs/{job.id}")).text
+    assert f'href="https://tracing.example/trace/{trace_id}"' in page
+    assert "&#34;to&#34;: &#34;a@example.com&#34;" in page  # the payload, formatted
