@@ -18,6 +18,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from jobqueue import tokens
+from jobqueue.api import errors
 from jobqueue.api.auth import Authenticator
 from jobqueue.app import JobQueue
 from jobqueue.job import JobNotFound, JobStateError
@@ -63,6 +64,8 @@ def app(
     ui.add_exception_handler(HTTPException, _refused)
     ui.add_exception_handler(JobNotFound, _not_found)
     ui.add_exception_handler(JobStateError, _conflict)
+    for unavailable in errors.UNAVAILABLE:
+        ui.add_exception_handler(unavailable, _unavailable)
     ui.add_middleware(SecurityHeaders)
     return ui
 
@@ -86,6 +89,10 @@ async def _refused(request: Request, exc: Exception) -> Response:
 
 async def _not_found(request: Request, exc: Exception) -> Response:
     return _error(request, 404, str(exc))
+
+
+async def _unavailable(request: Request, exc: Exception) -> Response:
+    return _error(request, 503, "The database is unavailable; try again in a moment.")
 
 
 async def _conflict(request: Request, exc: Exception) -> Response:

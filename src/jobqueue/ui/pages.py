@@ -107,9 +107,15 @@ def render(
 
 def within(request: Request, target: str | None, default: str) -> RedirectResponse:
     """303 to ``target``, a path within the dashboard (anything else: ``default``)."""
-    if not target or not target.startswith("/") or target.startswith("//"):
-        target = default
-    return RedirectResponse(session.base_path(request) + target, 303)
+    return RedirectResponse(session.base_path(request) + local(target, default), 303)
+
+
+def local(target: str | None, default: str) -> str:
+    """``target`` if it is a path on this site, else ``default``: a browser reads
+    ``//host`` and ``/\\host`` as another site."""
+    if not target or not target.startswith("/") or target[1:2] in ("/", "\\"):
+        return default
+    return target
 
 
 async def form(request: Request) -> dict[str, list[str]]:
@@ -418,7 +424,7 @@ async def selected_run(request: Request) -> HTMLResponse:
     verb = "retried" if action == "retry" else "cancelled or asked to stop"
     return render(
         request, "done.html", who, live=False, message=f"{done} jobs {verb}.",
-        refused=refused, back=first(fields, "back") or "",
+        refused=refused, back=local(first(fields, "back"), ""),
     )  # fmt: skip
 
 
