@@ -4,8 +4,8 @@ Every page reads through the same seams as the HTTP API: the Authenticator for w
 the browser acts as, jobqueue.api.access for what that token may see (its queues and
 types; payloads redacted without payloads:read), and the JobQueue for the data, which
 comes from the counters, keyset pages and primary-key reads only. Every POST checks
-the CSRF token, then the scope the action needs; the buttons of an action a token may
-not take are not shown either.
+the CSRF token, then is done by the HTTP API's own route (jobqueue.ui.inprocess), which
+checks the scope; the buttons of an action a token may not take are not shown either.
 """
 
 from __future__ import annotations
