@@ -230,6 +230,16 @@ def test_pausing_a_queue_from_the_ui_stops_its_jobs_from_starting(
     page.get_by_role("button", name="Resume queue default").click()
     expect(page.locator('tr[data-queue="default"] .badge')).to_have_text("active")
     assert finished(base, job_id)["status"] == "completed"
+    completed = page.locator('tr[data-queue="default"] td[data-state="completed"]')
+    expect(completed).to_have_text("2", timeout=10_000)
+
+    # The Live switch: off, the page holds still (no stream at all); on, it catches up.
+    page.get_by_label("Live").uncheck()
+    expect(page.locator("main#main")).to_have_attribute("data-stream", "closed")
+    finished(base, enqueue(base, "quick", {}))
+    assert completed.inner_text() == "2"
+    page.get_by_label("Live").check()
+    expect(completed).to_have_text("3", timeout=10_000)
 
 
 def make_token(env: dict[str, str], name: str, *scopes: str) -> str:

@@ -39,12 +39,14 @@
   function start() {
     if (source) return;
     source = new EventSource(main.dataset.root + "/events");
+    main.dataset.stream = "open";
     source.addEventListener("change", refresh);
     source.addEventListener("running", function () { if (runningJob()) refresh(); });
   }
 
   function stop() {
     if (source) { source.close(); source = null; }
+    main.dataset.stream = "closed";
   }
 
   if (toggle) {
