@@ -160,7 +160,7 @@ def test_overview_counts_and_a_job_enqueued_over_http_turning_completed_live(
     counts = re.search(r"(\d+) completed and (\d+) failed over the last hour", summary)
     assert counts is not None, summary
     assert (int(counts[1]) >= 7, int(counts[2])) == (True, 2)
-    expect(page.locator("svg.chart circle.wait-p95").first).to_be_visible()
+    expect(page.locator("svg.chart line.wait-p95").first).to_be_attached()
     shot(page, tmp_path, "dashboard-overview")
     page.get_by_role("link", name="Last day").click()
     expect(page.locator("svg.chart rect.completed").first).to_be_visible()

@@ -46,10 +46,16 @@ def test_wait_lines_leave_gaps_and_scale_below_a_second() -> None:
         NOW,
     )
     svg = str(charts.wait(rows, charts.HOUR))
-    assert svg.count('<circle class="wait-p95"') == 2
+    assert svg.count('class="dot wait-p95"') == 2
     assert svg.count("<polyline") == 2
     assert ">0.05 s</text>" in svg  # the top of the axis: not 1 s for 50 ms waits
     assert "the worst 95th percentile was 0.05 s" in svg
+    gap = charts.filled(
+        [MinuteRow(at - timedelta(minutes=m), 1, 0, 0.01, 0.02) for m in (0, 1, 3, 4)],
+        charts.HOUR,
+        NOW,
+    )
+    assert str(charts.wait(gap, charts.HOUR)).count("<polyline") == 4  # two lines, each broken
     empty = str(charts.wait(charts.filled([], charts.HOUR, NOW), charts.HOUR))
     assert "no job finished" in empty
     assert "<polyline" not in empty

@@ -15,8 +15,14 @@ from markupsafe import Markup, escape
 
 from jobqueue.db.records import MinuteRow
 
-WIDTH, HEIGHT = 600, 140
-PAD_LEFT, PAD_BOTTOM, PAD_TOP = 44, 18, 8
+# The plot is an inner SVG stretched to the chart's width (its shapes scale, their
+# strokes do not); the labels sit in the outer SVG, in CSS pixels, so that text is
+# never squeezed on a phone. PLOT_HEIGHT is in pixels too (ui.css gives the chart
+# HEIGHT px), so vertical positions are the same in both.
+WIDTH = 600  # the plot's own width units, stretched to whatever the page gives
+HEIGHT = 160
+PLOT_HEIGHT = 140
+PAD_TOP = 14  # room for the top label above the top grid line
 
 
 @dataclass(frozen=True)
@@ -68,95 +74,99 @@ def _nice_max(value: float) -> float:
     return 10 * step
 
 
-def _axis(top: float, unit: str) -> str:
-    plot_h = HEIGHT - PAD_BOTTOM - PAD_TOP
-    parts = []
-    for frac in (0.0, 0.5, 1.0):
-        y = PAD_TOP + plot_h * (1 - frac)
-        label = f"{top * frac:.3g}{unit}"
+def _y(value: float, top: float) -> float:
+    return PAD_TOP + (PLOT_HEIGHT - PAD_TOP) * (1 - value / top)
+
+
+def _grid(top: float) -> str:
+    return "".join(
+        f'<line class="grid" x1="0" x2="{WIDTH}" y1="{_y(top * f, top):.1f}" '
+        f'y2="{_y(top * f, top):.1f}"/>'
+        for f in (0.0, 0.5, 1.0)
+    )
+
+
+def _labels(rows: Sequence[MinuteRow], top: float, unit: str) -> str:
+    """The value of each grid line, just above it at the left, and three times."""
+    parts = [
+        f'<text class="tick" x="2" y="{_y(top * f, top) - 3:.1f}">'
+        f"{escape(f'{top * f:.3g}{unit}')}</text>"
+        for f in (0.5, 1.0)
+    ]
+    for i, x, anchor in ((0, "0%", "start"), (len(rows) // 2, "50%", "middle"),
+                         (len(rows) - 1, "100%", "end")):  # fmt: skip
         parts.append(
-            f'<line class="grid" x1="{PAD_LEFT}" x2="{WIDTH}" y1="{y:.1f}" y2="{y:.1f}"/>'
-            f'<text class="tick" x="{PAD_LEFT - 4}" y="{y + 4:.1f}" text-anchor="end">'
-            f"{escape(label)}</text>"
+            f'<text class="tick" x="{x}" y="{HEIGHT - 4}" text-anchor="{anchor}">'
+            f"{rows[i].at.strftime('%H:%M')}</text>"
         )
     return "".join(parts)
 
 
-def _time_labels(rows: Sequence[MinuteRow], slot: float) -> str:
-    parts = []
-    for i in (0, len(rows) // 2, len(rows) - 1):
-        x = PAD_LEFT + slot * i + slot / 2
-        label = rows[i].at.strftime("%H:%M")
-        anchor = "start" if i == 0 else "end" if i == len(rows) - 1 else "middle"
-        parts.append(
-            f'<text class="tick" x="{x:.1f}" y="{HEIGHT - 4}" text-anchor="{anchor}">{label}</text>'
-        )
-    return "".join(parts)
-
-
-def _svg(title: str, summary: str, body: str) -> Markup:
+def _svg(title: str, summary: str, plot: str, labels: str) -> Markup:
     return Markup(
-        f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
-        f'preserveAspectRatio="none" aria-label="{escape(title)}: {escape(summary)}">'
-        f"<title>{escape(title)}</title>{body}</svg>"
+        f'<svg class="chart" width="100%" height="{HEIGHT}" role="img" '
+        f'aria-label="{escape(title)}: {escape(summary)}"><title>{escape(title)}</title>'
+        f'<svg width="100%" height="{PLOT_HEIGHT}" viewBox="0 0 {WIDTH} {PLOT_HEIGHT}" '
+        f'preserveAspectRatio="none">{plot}</svg>{labels}</svg>'
     )
 
 
 def throughput(rows: Sequence[MinuteRow], window: Window) -> Markup:
     """Completed (stacked under failed) jobs per bucket."""
     top = _nice_max(max((r.completed + r.failed for r in rows), default=0))
-    plot_h = HEIGHT - PAD_BOTTOM - PAD_TOP
-    slot = (WIDTH - PAD_LEFT) / len(rows)
+    slot = WIDTH / len(rows)
     bars = []
     for i, r in enumerate(rows):
-        x = PAD_LEFT + slot * i + slot * 0.1
-        w = slot * 0.8
-        done_h = plot_h * r.completed / top
-        fail_h = plot_h * r.failed / top
-        base = PAD_TOP + plot_h
+        x, w = slot * i + slot * 0.1, slot * 0.8
+        done_top, fail_top = _y(r.completed, top), _y(r.completed + r.failed, top)
         if r.completed:
             bars.append(
-                f'<rect class="completed" x="{x:.1f}" y="{base - done_h:.1f}" '
-                f'width="{w:.1f}" height="{done_h:.1f}"/>'
+                f'<rect class="completed" x="{x:.1f}" y="{done_top:.1f}" width="{w:.1f}" '
+                f'height="{_y(0, top) - done_top:.1f}"/>'
             )
         if r.failed:
             bars.append(
-                f'<rect class="failed" x="{x:.1f}" y="{base - done_h - fail_h:.1f}" '
-                f'width="{w:.1f}" height="{fail_h:.1f}"/>'
+                f'<rect class="failed" x="{x:.1f}" y="{fail_top:.1f}" width="{w:.1f}" '
+                f'height="{done_top - fail_top:.1f}"/>'
             )
     completed = sum(r.completed for r in rows)
     failed = sum(r.failed for r in rows)
     summary = f"{completed} completed and {failed} failed over the {window.name}"
     title = f"Jobs finished per {'minute' if window.bucket_seconds == 60 else '15 minutes'}"
-    return _svg(title, summary, _axis(top, "") + "".join(bars) + _time_labels(rows, slot))
+    return _svg(title, summary, _grid(top) + "".join(bars), _labels(rows, top, ""))
 
 
 def wait(rows: Sequence[MinuteRow], window: Window) -> Markup:
     """Wait p50 and p95 per bucket, as lines; a bucket with no job leaves a gap."""
     values = [v for r in rows for v in (r.wait_p50, r.wait_p95) if v is not None]
     top = _nice_max(max(values, default=0))
-    plot_h = HEIGHT - PAD_BOTTOM - PAD_TOP
-    slot = (WIDTH - PAD_LEFT) / len(rows)
+    slot = WIDTH / len(rows)
     lines = []
     for name in ("wait_p95", "wait_p50"):
         css = name.replace("_", "-")
-        points = []
+        segments: list[list[str]] = [[]]
         for i, r in enumerate(rows):
             v = getattr(r, name)
             if v is None:
+                segments.append([])  # no job finished: the line breaks here
                 continue
-            x = PAD_LEFT + slot * i + slot / 2
-            y = PAD_TOP + plot_h * (1 - max(v, 0) / top)
-            points.append(f"{x:.1f},{y:.1f}")
-            # A dot per bucket: a bucket between two empty ones has no line to show it.
-            lines.append(f'<circle class="{css}" cx="{x:.1f}" cy="{y:.1f}" r="2.5"/>')
-        if len(points) > 1:
-            lines.append(f'<polyline class="{css}" points="{" ".join(points)}"/>')
+            x, y = slot * i + slot / 2, _y(max(v, 0), top)
+            segments[-1].append(f"{x:.1f},{y:.1f}")
+            # A dot per bucket (a line of no length with round caps: a circle would be
+            # stretched), so that a bucket between two empty ones shows.
+            lines.append(
+                f'<line class="dot {css}" x1="{x:.1f}" y1="{y:.1f}" x2="{x:.1f}" y2="{y:.1f}"/>'
+            )
+        lines.extend(
+            f'<polyline class="{css}" points="{" ".join(points)}"/>'
+            for points in segments
+            if len(points) > 1
+        )
     worst = max((r.wait_p95 for r in rows if r.wait_p95 is not None), default=None)
     summary = (
         "no job finished"
         if worst is None
         else f"the worst 95th percentile was {worst:.3g} s over the {window.name}"
     )
-    return _svg("Wait before start (p50, p95)", summary,
-                _axis(top, " s") + "".join(lines) + _time_labels(rows, slot))  # fmt: skip
+    title = "Wait before start (p50, p95)"
+    return _svg(title, summary, _grid(top) + "".join(lines), _labels(rows, top, " s"))
