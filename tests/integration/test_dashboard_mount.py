@@ -75,3 +75,19 @@ async def test_the_job_page_links_its_trace_through_the_trace_url(
         page = (await browser.get(f"/jobs/jobs/{job.id}")).text
     assert f'href="https://tracing.example/trace/{trace_id}"' in page
     assert "&#34;to&#34;: &#34;a@example.com&#34;" in page  # the payload, formatted
+
+
+async def test_a_bad_filter_is_a_422_naming_the_field(jq: JobQueue) -> None:
+    app = FastAPI()
+    app.mount("/jobs", ui.app(jq, open_without_tokens=True))
+    async with client(app) as browser:
+        for query, message in [
+            ("status=lost", "status: unknown state &#39;lost&#39;"),
+            ("since=yesterday", "since: not a date and time"),
+            ("since=2026-12-02T00:00&until=2026-12-01T00:00", "until: must be after since"),
+            ("after=-3", "after: not a job id"),
+        ]:
+            answer = await browser.get(f"/jobs/jobs?{query}")
+            assert answer.status_code == 422, query
+            assert message in answer.text, (query, answer.text)
+        assert (await browser.get("/jobs/jobs?since=2026-12-01T00:00")).status_code == 200

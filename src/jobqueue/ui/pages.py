@@ -310,6 +310,9 @@ async def jobs(request: Request) -> Response:
         return render(request, "error.html", who, 422, live=False, message=str(exc))
     if f["id"] is not None:
         return within(request, f"/jobs/{f['id']}", "/jobs")
+    if f["since"] is not None and f["until"] is not None and f["since"] >= f["until"]:
+        message = "until: must be after since"
+        return render(request, "error.html", who, 422, live=False, message=message)
     found: list[Job] = []
     scope = access.reach(who, queue=f["queue"], type=f["type"])
     if scope is not None:

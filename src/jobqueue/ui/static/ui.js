@@ -14,9 +14,10 @@
 
   function refresh() {
     if (busy) { again = true; return; }
-    if (document.activeElement && main.contains(document.activeElement) &&
-        /INPUT|SELECT|TEXTAREA/.test(document.activeElement.tagName)) {
-      return; // do not swap a form from under the user's hands
+    if ((document.activeElement && main.contains(document.activeElement) &&
+         /INPUT|SELECT|TEXTAREA/.test(document.activeElement.tagName)) ||
+        main.querySelector("input[type=checkbox]:checked")) {
+      return; // do not swap a form, or ticked jobs, from under the user's hands
     }
     busy = true;
     fetch(window.location.href, { headers: { "X-Partial": "1" }, credentials: "same-origin" })
