@@ -13,7 +13,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from jobqueue import ui
+from jobqueue import tokens, ui
 from jobqueue.app import JobQueue
 
 pytestmark = pytest.mark.anyio
@@ -91,3 +91,41 @@ async def test_a_bad_filter_is_a_422_naming_the_field(jq: JobQueue) -> None:
             assert answer.status_code == 422, query
             assert message in answer.text, (query, answer.text)
         assert (await browser.get("/jobs/jobs?since=2026-12-01T00:00")).status_code == 200
+
+
+async def test_a_token_restricted_to_a_queue_sees_and_touches_only_that_queue(
+    jq: JobQueue,
+) -> None:
+    mail = await jq.enqueue("report", queue="mail")
+    other = await jq.enqueue("report", queue="other")
+    store = await jq.store()
+    stored, secret = tokens.new_token(
+        name="mail-ops", scopes=["jobs:read", "jobs:control", "queues:control"], queues=["mail"]
+    )
+    assert await store.token_create(token=stored, expires_in_seconds=None)
+    app = FastAPI()
+    app.mount("/jobs", ui.app(jq))
+    async with client(app) as browser:
+        login = await browser.get("/jobs/login")
+        csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', login.text)
+        assert csrf is not None
+        signed = await browser.post("/jobs/login", data={"csrf": csrf[1], "token": secret})
+        assert signed.status_code == 303
+        overview = (await browser.get("/jobs/")).text
+        assert 'data-queue="mail"' in overview
+        assert 'data-queue="other"' not in overview
+        listed = (await browser.get("/jobs/jobs")).text
+        assert f'data-job="{mail.id}"' in listed
+        assert f'data-job="{other.id}"' not in listed
+        assert (await browser.get(f"/jobs/jobs/{other.id}")).status_code == 404
+
+        page = (await browser.get(f"/jobs/jobs/{mail.id}")).text
+        session_csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', page)
+        assert session_csrf is not None
+        form = {"csrf": session_csrf[1], "next": "/"}
+        assert (await browser.post("/jobs/queues/other/pause", data=form)).status_code == 403
+        assert (await browser.post(f"/jobs/jobs/{other.id}/cancel", data=form)).status_code == 404
+        assert (await browser.post(f"/jobs/jobs/{mail.id}/cancel", data=form)).status_code == 303
+    assert not (await jq.queue("other")).paused
+    states = [await jq.get(j.id) for j in (mail, other)]
+    assert [j.status if j else None for j in states] == ["cancelled", "pending"]
