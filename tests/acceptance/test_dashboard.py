@@ -176,7 +176,7 @@ def test_a_failing_job_shows_both_attempts_and_retry_runs_it_again(
 ) -> None:
     base = serve(env, spawn)
     fixed = tmp_path / "fixed"
-    job_id = enqueue(base, "flaky", {"fixed_when": str(fixed)})
+    job_id = enqueue(base, "flaky", {"fixed_when": fixed.name})
     assert finished(base, job_id)["status"] == "failed"
 
     page = new_page(browser)
@@ -265,7 +265,7 @@ def test_a_read_only_token_sees_no_buttons_and_its_posts_are_refused(
     reader = make_token(env, "viewer", "jobs:read")
     base = serve(env, spawn)
     fixed = tmp_path / "never"
-    job_id = enqueue(base, "flaky", {"fixed_when": str(fixed), "secret": "s3cr3t"}, admin)
+    job_id = enqueue(base, "flaky", {"fixed_when": fixed.name, "secret": "s3cr3t"}, admin)
     assert finished(base, job_id, admin)["status"] == "failed"
 
     page = new_page(browser)
@@ -321,7 +321,7 @@ def test_a_phone_width_has_no_horizontal_scroll(
     env: dict[str, str], spawn: Spawn, browser: Browser, tmp_path: Path
 ) -> None:
     base = serve(env, spawn)
-    failed = enqueue(base, "flaky", {"fixed_when": str(tmp_path / "never")})
+    failed = enqueue(base, "flaky", {"fixed_when": "never"})
     assert finished(base, failed)["status"] == "failed"
     finished(base, enqueue(base, "quick", {"long": "x" * 300}))
     page = new_page(browser, PHONE, dark=True)
@@ -345,7 +345,7 @@ def test_retry_all_that_match_shows_the_count_first_and_cancel_selected(
 ) -> None:
     base = serve(env, spawn)
     fixed = tmp_path / "fixed"
-    failed = [enqueue(base, "flaky", {"fixed_when": str(fixed)}) for _ in range(3)]
+    failed = [enqueue(base, "flaky", {"fixed_when": fixed.name}) for _ in range(3)]
     for job_id in failed:
         assert finished(base, job_id)["status"] == "failed"
     page = new_page(browser)

@@ -1,5 +1,6 @@
-"""Handlers for the dashboard's browser tests: one that fails until a file exists,
-logging each attempt, one that reports progress, and a quick one."""
+"""Handlers for the dashboard's browser tests: one that fails until a file exists
+(relative to the server's working directory: the test's tmp_path), logging each
+attempt, one that reports progress, and a quick one."""
 
 import asyncio
 from pathlib import Path
