@@ -72,11 +72,11 @@ def finished(base: str, job_id: int, token: str | None = None) -> dict[str, obje
     return job
 
 
-def shot(page: Page, tmp_path: Path, name: str) -> None:
+def shot(page: Page, tmp_path: Path, name: str, *, for_docs: bool = True) -> None:
     path = tmp_path / f"{name}.png"
     page.screenshot(path=path, full_page=True)
     wanted = os.environ.get("JOBQUEUE_SCREENSHOTS")
-    if wanted:
+    if wanted and for_docs:
         Path(wanted).mkdir(parents=True, exist_ok=True)
         shutil.copy(path, Path(wanted) / path.name)
 
@@ -201,7 +201,7 @@ def test_a_failing_job_shows_both_attempts_and_retry_runs_it_again(
     # The two failed attempts of before the retry are still in the timeline.
     attempts = httpx.get(f"{base}/jobs/{job_id}/attempts").json()["attempts"]
     assert len([a for a in attempts if a["error"]]) == 2
-    shot(page, tmp_path, "dashboard-retried-job")
+    shot(page, tmp_path, "dashboard-retried-job", for_docs=False)
 
 
 def test_pausing_a_queue_from_the_ui_stops_its_jobs_from_starting(
