@@ -149,6 +149,19 @@ def optional_text(name: str, raw: str) -> str | None:
     return raw.strip() or None
 
 
+def trace_url(name: str, raw: str) -> str | None:
+    """A link template holding ``{trace_id}``, on http or https, or None (unset)."""
+    raw = raw.strip()
+    if not raw:
+        return None
+    if not raw.startswith(("https://", "http://")) or "{trace_id}" not in raw:
+        raise ConfigError(
+            f"{name} must be an http(s) URL holding {{trace_id}}, e.g. "
+            f"https://tracing.example/trace/{{trace_id}}; got {raw!r}"
+        )
+    return raw
+
+
 def one_of(*choices: str) -> Callable[[str, str], str]:
     def parse(name: str, raw: str) -> str:
         if raw.lower() not in choices:
@@ -191,6 +204,7 @@ NONE_SPELLING: dict[Callable[[str, str], Any], str] = {
     optional_text: "",
     optional_port: "",
     cron_entries: "",
+    trace_url: "",
 }
 
 
@@ -473,6 +487,14 @@ class Settings:
         "when the process has a tracer provider set up as its worker starts; `on`: always, "
         "for one set up later; `off`: never, and OpenTelemetry is never imported. A span "
         "costs some microseconds per attempt, and its export what the exporter costs.",
+    )
+    trace_url: str | None = setting(
+        "JOBQUEUE_TRACE_URL",
+        trace_url,
+        None,
+        "Where the dashboard links a job's trace id: a URL in which `{trace_id}` is "
+        "replaced, e.g. `https://tracing.example/trace/{trace_id}`. Unset: the trace id "
+        "is shown as text, since there is no tracing UI to guess.",
     )
     metrics: str = setting(
         "JOBQUEUE_METRICS",

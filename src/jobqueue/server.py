@@ -125,6 +125,13 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
                 open_without_tokens=open_without_tokens,
                 admin_secret=admin,
             )
+            from jobqueue import ui
+
+            # The dashboard shares the API's view of the tokens and its shutdown signal.
+            dashboard = ui.app(
+                jq, authenticator=app.state.auth, stopping=app.state.stopping, api=app
+            )
+            app.mount("/ui", dashboard)
             http = HttpServer(app, grace_seconds=HTTP_GRACE_SECONDS, tls=tls)
             http_task = asyncio.create_task(http.serve(sockets=[sock]), name="http")
             scheme = "https" if tls else "http"

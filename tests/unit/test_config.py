@@ -28,6 +28,12 @@ def test_a_flag_wins_over_the_environment() -> None:
     assert (s.worker_count, s.port) == (9, 6000)
 
 
+def test_the_trace_url_is_a_template_of_the_trace_id() -> None:
+    s = config.load(environ={"JOBQUEUE_TRACE_URL": "https://tracing.example/trace/{trace_id}"})
+    assert s.trace_url == "https://tracing.example/trace/{trace_id}"
+    assert config.load(environ={}).trace_url is None
+
+
 def test_fractional_retry_delay_and_queue_list() -> None:
     s = config.load(environ={"RETRY_DELAY_SECONDS": "0.25", "JOBQUEUE_QUEUES": "a, b"})
     assert (s.retry_delay, s.queues) == (0.25, ("a", "b"))
@@ -44,6 +50,16 @@ def test_fractional_retry_delay_and_queue_list() -> None:
         ("JOBQUEUE_QUEUES", "a b", "JOBQUEUE_QUEUES must be a comma-separated list"),
         ("JOBQUEUE_LOG_FORMAT", "xml", "JOBQUEUE_LOG_FORMAT must be one of console, json"),
         ("JOBQUEUE_TRACING", "yes", "JOBQUEUE_TRACING must be one of auto, on, off, got 'yes'"),
+        (
+            "JOBQUEUE_TRACE_URL",
+            "https://t.example/",
+            "JOBQUEUE_TRACE_URL must be an http(s) URL holding {trace_id}",
+        ),
+        (
+            "JOBQUEUE_TRACE_URL",
+            "javascript:{trace_id}",
+            "JOBQUEUE_TRACE_URL must be an http(s) URL",
+        ),
     ],
 )
 def test_a_bad_value_names_the_setting(env: str, value: str, message: str) -> None:

@@ -36,6 +36,7 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         "unique_keys": "SELECT, UPDATE, DELETE",  # forgetting expired keys
         "audit_log": "SELECT, UPDATE, DELETE",  # its retention (FOR UPDATE SKIP LOCKED)
         "idempotency_keys": "SELECT, UPDATE, DELETE",  # forgetting expired keys
+        "queue_minutes": "SELECT, INSERT, DELETE",  # the dashboard's series, kept two days
     },
     "api": {
         "jobs": "SELECT, INSERT, UPDATE",  # enqueue, cancel, retry
@@ -48,6 +49,7 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         "api_tokens": "SELECT, INSERT, UPDATE",  # checked, created, revoked
         "audit_log": "SELECT, INSERT, UPDATE",  # a bulk action's count grows per batch
         "idempotency_keys": "SELECT, INSERT, UPDATE",  # taken (or an expired one retaken), bound
+        "queue_minutes": "SELECT",  # the dashboard's charts
     },
 }
 

@@ -153,3 +153,15 @@ class Rescued:
 class Cancelled:
     id: int
     status: str  # cancelled at once (it was pending), or still running, asked to stop
+
+
+@dataclass(frozen=True, slots=True)
+class MinuteRow:
+    """A bucket of the per-minute series (migration 0017): jobs that finished in it, and
+    the worst queue's wait percentiles (seconds; None when no job finished)."""
+
+    at: datetime
+    completed: int
+    failed: int
+    wait_p50: float | None
+    wait_p95: float | None

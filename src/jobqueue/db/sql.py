@@ -80,13 +80,16 @@ class Queries:
     job_attempts: str
     job_log_append: str
     jobs_changed_since: str
+    jobs_count_bounded: str
     jobs_due_or_running: str
+    jobs_page: str
     heartbeat: str
     idempotency_bind: str
     idempotency_keys_expire: str
     idempotency_lookup: str
     idempotency_take: str
     leader_elect: str
+    leader_holder: str
     leader_resign: str
     list_jobs: str
     migrations_applied: str
@@ -96,6 +99,9 @@ class Queries:
     priority_age: str
     progress: str
     queue_counts_fold: str
+    queue_minutes_prune: str
+    queue_minutes_read: str
+    queue_minutes_write: str
     queue_pause: str
     queue_resume: str
     queues_overview: str

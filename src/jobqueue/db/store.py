@@ -38,6 +38,7 @@ from jobqueue.db.records import (
     JobOptions,
     JobRow,
     LogChunk,
+    MinuteRow,
     ProgressReport,
     RememberedKey,
     Renewal,
@@ -343,6 +344,11 @@ class Store:
         )
         return leader is not None
 
+    async def leader_holder(self, *, role: str) -> str | None:
+        """The id of the process that holds the lead of ``role`` now, if any."""
+        holder: str | None = await self.db.fetchval(self._q.leader_holder, role, self.clock.now())
+        return holder
+
     async def leader_resign(self, *, role: str, leader_id: str) -> None:
         await self.db.execute(self._q.leader_resign, role, leader_id)
 
@@ -402,6 +408,44 @@ class Store:
             self._q.list_jobs, status, _list(types), _list(queues), before_id, limit
         )
         return [Job.from_record(r) for r in records]
+
+    async def jobs_page(
+        self,
+        *,
+        status: JobStatus | None,
+        types: Sequence[str] | None,
+        queues: Sequence[str] | None,
+        created_since: datetime | None,
+        created_before: datetime | None,
+        before_id: int | None,
+        limit: int,
+    ) -> list[Job]:
+        """The dashboard's list: as list_jobs, also bounded by creation time."""
+        records = await self.db.fetch(
+            self._q.jobs_page,
+            status,
+            _list(types),
+            _list(queues),
+            created_since,
+            created_before,
+            before_id,
+            limit,
+        )
+        return [Job.from_record(r) for r in records]
+
+    async def jobs_count_bounded(
+        self,
+        *,
+        statuses: Sequence[str],
+        types: Sequence[str] | None,
+        queues: Sequence[str] | None,
+        limit: int,
+    ) -> int:
+        """How many jobs match, counted up to ``limit`` at most."""
+        count: int = await self.db.fetchval(
+            self._q.jobs_count_bounded, list(statuses), _list(types), _list(queues), limit
+        )
+        return count
 
     async def job_attempts(self, *, job_id: int) -> list[Attempt]:
         records = await self.db.fetch(self._q.job_attempts, job_id)
@@ -466,6 +510,27 @@ class Store:
         """Fold up to ``limit`` counter changes into the per-queue totals; return how many."""
         folded: int = await self.db.fetchval(self._q.queue_counts_fold, limit)
         return folded
+
+    async def queue_minutes_write(self, *, grace_seconds: float) -> int:
+        """Write the per-minute rows of the minutes ended ``grace_seconds`` ago and not
+        written yet; return how many rows."""
+        written: int = await self.db.fetchval(
+            self._q.queue_minutes_write, grace_seconds, self.clock.now()
+        )
+        return written
+
+    async def queue_minutes_prune(self, *, keep_seconds: float) -> int:
+        return _count(
+            await self.db.execute(self._q.queue_minutes_prune, keep_seconds, self.clock.now())
+        )
+
+    async def queue_minutes_read(
+        self, *, since: datetime, queues: Sequence[str] | None, bucket_seconds: float
+    ) -> list[MinuteRow]:
+        records = await self.db.fetch(
+            self._q.queue_minutes_read, since, _list(queues), bucket_seconds
+        )
+        return [MinuteRow(**dict(r.items())) for r in records]
 
     async def queue_pause(self, *, name: str) -> None:
         await self.db.execute(self._q.queue_pause, name, self.clock.now())

@@ -3,11 +3,11 @@
 Every worker process runs a Leader, which competes for the lead. Each interval it
 claims or renews the leader row for three intervals; the process that holds it runs
 the rescuer, the scheduler, priority aging, retention, the folding of the
-queue counters' changes and the expiry of idempotency keys. A
-leader that dies or freezes stops renewing, and another process takes over within
-three intervals. Two processes that both believe they lead for a moment do no harm:
-rescuing, retention and folding are idempotent (they touch only expired leases,
-old finished jobs and counter changes, under SKIP LOCKED).
+queue counters' changes, the expiry of idempotency keys and the dashboard's
+per-minute series. A leader that dies or freezes stops renewing, and another process
+takes over within three intervals. Two processes that both believe they lead for a
+moment do no harm: rescuing, retention and folding are idempotent (they touch only
+expired leases, old finished jobs and counter changes, under SKIP LOCKED).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from jobqueue.maintenance.idempotency import IdempotencyExpiry
 from jobqueue.maintenance.rescuer import Rescuer
 from jobqueue.maintenance.retention import Retention
 from jobqueue.maintenance.scheduler import Scheduler
+from jobqueue.maintenance.series import Series
 from jobqueue.signals import Signal, Signals
 
 log = structlog.get_logger("jobqueue.maintenance")
@@ -69,6 +70,7 @@ class Leader:
         )
         self.compaction = Compaction(store)
         self.idempotency = IdempotencyExpiry(store)
+        self.series = Series(store)
         self.is_leader = False
         self.signals = LeaderSignals()
 
@@ -101,6 +103,7 @@ class Leader:
                 await self.retention.run_if_due()
                 await self.idempotency.run_once()
                 await self.compaction.run_once()
+                await self.series.run_once()
         except Exception as exc:
             log_failure(log, exc, "maintenance failed", "maintenance skipped")
         self.signals.ran.fire(self.is_leader)

@@ -1,0 +1,15 @@
+-- The dashboard's list: newest first, by the keyset cursor $6 (the last id of the
+-- page before), filtered by state ($1), types ($2) and queues ($3) (NULL: any), and
+-- created at or after $4 and before $5 (NULL: unbounded). The scan follows the
+-- primary key downwards and stops at $7 rows: a filter that matches few of the newest
+-- jobs reads further, never an OFFSET.
+SELECT *
+FROM {schema}.jobs
+WHERE ($1::text IS NULL OR status = $1)
+  AND ($2::text[] IS NULL OR type = ANY($2))
+  AND ($3::text[] IS NULL OR queue = ANY($3))
+  AND ($4::timestamptz IS NULL OR created_at >= $4)
+  AND ($5::timestamptz IS NULL OR created_at < $5)
+  AND ($6::bigint IS NULL OR id < $6)
+ORDER BY id DESC
+LIMIT $7

@@ -1,0 +1,61 @@
+// jobqueue dashboard: live updates over server-sent events, and nothing else.
+// On "change" (counters moved, a job ended) or "running" (a job page whose job runs:
+// its progress), the page fetches its own URL again with X-Partial: 1 and swaps the
+// content of <main>. The "Live" checkbox pauses and resumes; the choice is kept.
+(function () {
+  "use strict";
+  var main = document.getElementById("main");
+  var toggle = document.getElementById("live");
+  if (!main || main.dataset.live !== "on" || !window.EventSource) return;
+  var KEY = "jobqueue.live";
+  var source = null;
+  var busy = false;
+  var again = false;
+
+  function refresh() {
+    if (busy) { again = true; return; }
+    if ((document.activeElement && main.contains(document.activeElement) &&
+         /INPUT|SELECT|TEXTAREA/.test(document.activeElement.tagName)) ||
+        main.querySelector("input[type=checkbox]:checked")) {
+      return; // do not swap a form, or ticked jobs, from under the user's hands
+    }
+    busy = true;
+    fetch(window.location.href, { headers: { "X-Partial": "1" }, credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (html) {
+        if (html !== null) { main.innerHTML = html; main.dataset.updated = String(Date.now()); }
+      })
+      .catch(function () {})
+      .then(function () {
+        busy = false;
+        if (again) { again = false; refresh(); }
+      });
+  }
+
+  function runningJob() {
+    var head = main.querySelector("[data-running]");
+    return head && head.dataset.running === "yes";
+  }
+
+  function start() {
+    if (source) return;
+    source = new EventSource(main.dataset.root + "/events");
+    main.dataset.stream = "open";
+    source.addEventListener("change", refresh);
+    source.addEventListener("running", function () { if (runningJob()) refresh(); });
+  }
+
+  function stop() {
+    if (source) { source.close(); source = null; }
+    main.dataset.stream = "closed";
+  }
+
+  if (toggle) {
+    toggle.checked = window.localStorage.getItem(KEY) !== "off";
+    toggle.addEventListener("change", function () {
+      window.localStorage.setItem(KEY, toggle.checked ? "on" : "off");
+      if (toggle.checked) { start(); refresh(); } else { stop(); }
+    });
+  }
+  if (!toggle || toggle.checked) start();
+})();

@@ -1,0 +1,38 @@
+"""Handlers for the dashboard's browser tests: one that fails until a file exists
+(relative to the server's working directory: the test's tmp_path), logging each
+attempt, one that reports progress, and a quick one."""
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from jobqueue import JobContext, JobQueue
+
+jq = JobQueue()
+
+
+@jq.task("flaky", max_attempts=2)
+def flaky(payload: dict[str, Any], ctx: JobContext) -> dict[str, str]:
+    ctx.log.info("checking the mail server", attempt=ctx.attempt)
+    if not Path(payload["fixed_when"]).exists():
+        raise ConnectionError(f"mail server down (attempt {ctx.attempt})")
+    return {"sent": "yes"}
+
+
+@jq.task("slow")
+async def slow(payload: dict[str, Any], ctx: JobContext) -> dict[str, float]:
+    steps = int(payload.get("steps", 10))
+    for step in range(steps):
+        ctx.progress((step + 1) / steps, f"step {step + 1} of {steps}")
+        await asyncio.sleep(float(payload.get("step_seconds", 0.3)))
+    return {"steps": steps}
+
+
+@jq.task("nightly", cron="0 3 * * *")
+async def nightly(payload: dict[str, Any]) -> None:
+    return None
+
+
+@jq.task("quick")
+async def quick(payload: dict[str, Any]) -> dict[str, Any]:
+    return {"echo": payload}
