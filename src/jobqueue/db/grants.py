@@ -36,7 +36,7 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         "unique_keys": "SELECT, UPDATE, DELETE",  # forgetting expired keys
         "audit_log": "SELECT, UPDATE, DELETE",  # its retention (FOR UPDATE SKIP LOCKED)
         "idempotency_keys": "SELECT, UPDATE, DELETE",  # forgetting expired keys
-        "queue_minutes": "SELECT, INSERT, DELETE",  # the dashboard's series, kept two days
+        "queue_minutes": "SELECT, INSERT, UPDATE, DELETE",  # the dashboard's series, two days
     },
     "api": {
         "jobs": "SELECT, INSERT, UPDATE",  # enqueue, cancel, retry

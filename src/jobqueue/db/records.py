@@ -157,8 +157,8 @@ class Cancelled:
 
 @dataclass(frozen=True, slots=True)
 class MinuteRow:
-    """A bucket of the per-minute series (migration 0017): jobs that finished in it, and
-    the worst queue's wait percentiles (seconds; None when no job finished)."""
+    """A bucket of the per-minute series (migrations 0017, 0018): jobs that finished in
+    it, and the worst queue's wait percentiles (seconds; None when no job finished)."""
 
     at: datetime
     completed: int

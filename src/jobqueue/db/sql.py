@@ -101,7 +101,7 @@ class Queries:
     queue_counts_fold: str
     queue_minutes_prune: str
     queue_minutes_read: str
-    queue_minutes_write: str
+    queue_minutes_waits: str
     queue_pause: str
     queue_resume: str
     queues_overview: str

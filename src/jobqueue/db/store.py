@@ -511,11 +511,11 @@ class Store:
         folded: int = await self.db.fetchval(self._q.queue_counts_fold, limit)
         return folded
 
-    async def queue_minutes_write(self, *, grace_seconds: float) -> int:
-        """Write the per-minute rows of the minutes ended ``grace_seconds`` ago and not
-        written yet; return how many rows."""
+    async def queue_minutes_waits(self, *, grace_seconds: float, sample: int) -> int:
+        """Set the waits of the minutes ended ``grace_seconds`` ago, from ``sample`` jobs
+        each at most; return how many minute rows were set."""
         written: int = await self.db.fetchval(
-            self._q.queue_minutes_write, grace_seconds, self.clock.now()
+            self._q.queue_minutes_waits, grace_seconds, sample, self.clock.now()
         )
         return written
 

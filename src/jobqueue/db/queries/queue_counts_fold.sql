@@ -2,13 +2,25 @@
 -- returns how many it folded. The rows are taken by ctid (the table has no index), the
 -- oldest pages first as a sequential scan finds them; SKIP LOCKED lets two leaders
 -- that overlap for a moment fold different rows, and a row is added to the totals only
--- by the statement that deleted it, so nothing is counted twice.
+-- by the statement that deleted it, so nothing is counted twice. The same statement
+-- adds the jobs that completed or failed to the dashboard's minutes (migration 0018).
 WITH taken AS (
     DELETE FROM {schema}.queue_count_changes
     WHERE ctid = ANY(ARRAY(
         SELECT ctid FROM {schema}.queue_count_changes LIMIT $1 FOR UPDATE SKIP LOCKED
     ))
-    RETURNING queue, pending, running, completed, failed, cancelled
+    RETURNING queue, pending, running, completed, failed, cancelled, at
+), counted AS (
+    -- The jobs that completed or failed, by the minute of the statement that did it:
+    -- a change counts up only where jobs reached that state (retention and retries
+    -- count down, and belong to no minute's throughput).
+    INSERT INTO {schema}.queue_minutes AS m (minute, queue, completed, failed)
+    SELECT date_trunc('minute', at), queue, sum(greatest(completed, 0)), sum(greatest(failed, 0))
+    FROM taken
+    GROUP BY 1, 2
+    HAVING sum(greatest(completed, 0)) + sum(greatest(failed, 0)) > 0
+    ON CONFLICT (minute, queue) DO UPDATE
+    SET completed = m.completed + excluded.completed, failed = m.failed + excluded.failed
 ), added AS (
     INSERT INTO {schema}.queue_totals AS t (queue, pending, running, completed, failed, cancelled)
     SELECT queue, sum(pending), sum(running), sum(completed), sum(failed), sum(cancelled)
