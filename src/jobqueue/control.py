@@ -5,6 +5,8 @@ transaction (jobqueue.audit), refusals included."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sized
 from datetime import datetime
 from typing import Any, TypeVar
@@ -19,6 +21,11 @@ B = TypeVar("B", bound=Sized)
 
 # Jobs per statement of a bulk retry or cancel: each batch locks this many rows, briefly.
 BATCH = 1000
+# A cancel of one job whose row another transaction holds tries again every
+# LOCKED_RETRY_SECONDS, for up to LOCKED_WAIT_SECONDS: a claim or a completion holds
+# it for milliseconds; a transaction that holds it longer gets the job as it is.
+LOCKED_RETRY_SECONDS = 0.01
+LOCKED_WAIT_SECONDS = 5.0
 
 
 async def retry(store: Store, job_id: int, *, by: Actor | None = None) -> Job:
@@ -79,14 +86,24 @@ async def retry_many(
 
 async def cancel(store: Store, job_id: int, *, by: Actor | None = None) -> Job:
     """See JobQueue.cancel."""
-    async with store.transaction() as tx:
-        cancelled = await tx.cancel_jobs(job_id=job_id, limit=1)
-        job = await tx.get_job(job_id=job_id)
-        if by is not None:
-            result = refusal(job) if job is None or has_ended(job) else audit.OK
-            await audit.record_as(
-                tx, by, Action.JOB_CANCEL, target=job_id, count=len(cancelled), result=result
-            )
+    deadline = time.monotonic() + LOCKED_WAIT_SECONDS
+    while True:
+        async with store.transaction() as tx:
+            cancelled = await tx.cancel_jobs(job_id=job_id, limit=1)
+            job = await tx.get_job(job_id=job_id)
+            # The statement passes over a row another transaction holds (SKIP LOCKED,
+            # for bulk cancels): a claim or a completion of this very job, which
+            # commits within milliseconds. Answering then would say the job was asked
+            # to stop when nothing was done; so try again once that has committed.
+            again = not cancelled and passed_over(job) and time.monotonic() < deadline
+            if by is not None and not again:
+                result = refusal(job) if job is None or has_ended(job) else audit.OK
+                await audit.record_as(
+                    tx, by, Action.JOB_CANCEL, target=job_id, count=len(cancelled), result=result
+                )
+        if not again:
+            break
+        await asyncio.sleep(LOCKED_RETRY_SECONDS)
     if job is None:
         raise JobNotFound(job_id)
     if cancelled and cancelled[0].status == JobStatus.CANCELLED:
@@ -94,6 +111,15 @@ async def cancel(store: Store, job_id: int, *, by: Actor | None = None) -> Job:
     if has_ended(job):
         raise JobStateError(job, "cancel", "pending or running")
     return job
+
+
+def passed_over(job: Job | None) -> bool:
+    """A job that a cancel should have changed but did not: its row was locked."""
+    return (
+        job is not None
+        and job.status in (JobStatus.PENDING, JobStatus.RUNNING)
+        and job.cancel_requested_at is None
+    )
 
 
 def has_ended(job: Job) -> bool:

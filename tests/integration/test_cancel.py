@@ -162,3 +162,42 @@ async def test_a_running_isolated_job_is_killed(
     await jq.cancel(job.id)
     done = await jq.wait(job.id, timeout=10)
     assert done.status == JobStatus.CANCELLED
+
+
+async def test_a_cancel_during_a_claim_waits_for_it_and_asks_the_job_to_stop(
+    jq: JobQueue, db: asyncpg.Connection, schema: str
+) -> None:
+    """A claim holds its jobs' rows until it commits; a cancel of one of them at that
+    instant used to pass over it (SKIP LOCKED), change nothing, and answer anyway."""
+    job = await jq.enqueue("report", {})
+    async with db.transaction():  # a claim of the job, in flight
+        await db.execute(
+            f"""UPDATE "{schema}".jobs SET status = 'running', attempts = 1, worker_id = 'w',
+                       started_at = now(), lease_expires_at = now() + interval '30 s'
+                WHERE id = $1""",
+            job.id,
+        )
+        cancelling = asyncio.ensure_future(jq.cancel(job.id))
+        deadline = time.monotonic() + 10
+        while not await passed_over_once(db):
+            assert time.monotonic() < deadline, "the cancel never met the claim's lock"
+            assert not cancelling.done(), cancelling.result()
+            await asyncio.sleep(0.01)
+        assert not cancelling.done()
+    asked = await cancelling
+    assert (asked.status, asked.cancel_requested_at is not None) == (JobStatus.RUNNING, True)
+    stored = await jq.get(job.id)
+    assert stored is not None
+    assert stored.cancel_requested_at is not None
+
+
+async def passed_over_once(db: asyncpg.Connection) -> bool:
+    """Whether a cancel has come and gone past the locked row at least once: its
+    transaction read the job (a later one will try again)."""
+    await db.execute("SELECT pg_stat_clear_snapshot()")
+    seen = await db.fetchval(
+        """SELECT count(*) FROM pg_stat_activity
+            WHERE application_name = 'jobqueue' AND query LIKE '%Cancels one job%'
+              AND datname = current_database()"""
+    )
+    return bool(seen)

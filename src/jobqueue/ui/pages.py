@@ -472,12 +472,13 @@ async def cancel(request: Request, job_id: int) -> Response:
 
 
 def cancelled(job: dict[str, Any]) -> None:
-    """A cancel that found the job's row locked (a worker claiming it at that instant)
-    passes over it: say so, rather than report a cancel that did not happen."""
+    """A cancel waits out a claim holding the job's row, but only for so long
+    (control.LOCKED_WAIT_SECONDS): past that it changes nothing, so say so rather than
+    report a cancel that did not happen."""
     if job["status"] != JobStatus.CANCELLED and job["cancel_requested_at"] is None:
         raise HTTPException(
             409,
-            detail=f"job {job['id']} was being claimed as it was cancelled; nothing changed: retry",
+            detail=f"job {job['id']} was held by another transaction; nothing changed: retry",
         )
 
 
