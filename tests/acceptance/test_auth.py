@@ -310,6 +310,18 @@ async def test_payloads_results_and_logs_need_payloads_read(
         mail = await client.post("/jobs", json={"type": "x", "queue": "mail"}, headers=auth)
         assert mail.status_code == 201
 
+        # Of the workers, it sees those serving its queue, and of each only that queue.
+        store = Store(db, schema)
+        await store.worker_register(
+            worker_id="w-mail", host="h1", pid=1, queues=["default", "mail"], slots=5
+        )
+        await store.worker_register(
+            worker_id="w-billing", host="h2", pid=2, queues=["billing"], slots=5
+        )
+        seen = [(w["id"], w["queues"]) for w in await get("/workers", mailer)]
+        assert seen == [("w-mail", ["mail"])]
+        assert len(await get("/workers", full)) == 2
+
 
 async def test_tokens_over_http_with_the_admin_scope(
     api: tuple[str, Process], db: asyncpg.Connection, schema: str

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from fastapi import HTTPException
 
-from jobqueue.job import Attempt, Job, JobNotFound, QueueInfo
+from jobqueue.job import Attempt, Job, JobNotFound, QueueInfo, WorkerInfo
 from jobqueue.tokens import Principal, Scope
 
 
@@ -73,6 +73,17 @@ def _set_within(wanted: str | None, allowed: frozenset[str] | None) -> list[str]
     if wanted is None:
         return sorted(allowed)
     return [wanted] if wanted in allowed else []
+
+
+def workers_shown(workers: Iterable[WorkerInfo], who: Principal) -> list[WorkerInfo]:
+    if who.queues is None:
+        return list(workers)
+    allowed = who.queues
+    return [
+        dataclasses.replace(w, queues=[q for q in w.queues if q in allowed])
+        for w in workers
+        if any(q in allowed for q in w.queues)
+    ]
 
 
 def queues_shown(queues: Iterable[QueueInfo], who: Principal) -> list[QueueInfo]:

@@ -510,8 +510,9 @@ async def list_workers(
     request: Request, who: Annotated[Principal, require(Scope.READ)]
 ) -> list[WorkerInfo]:
     """Every worker process with a recent heartbeat: host, pid, queues, slots and how many
-    jobs it runs now."""
-    return await jobqueue(request).workers()
+    jobs it runs now. A token restricted to queues sees the workers that serve one of
+    them, and of each only those queues."""
+    return access.workers_shown(await jobqueue(request).workers(), who)
 
 
 @router.get("/healthz", response_model=Health, summary="Is the process alive?")
