@@ -10,6 +10,7 @@ processes killed, frozen or cut off."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import subprocess
@@ -165,6 +166,20 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+def free_ports(count: int, *, besides: int) -> list[int]:
+    """``count`` free ports, all different and none ``besides`` (a port chosen before
+    for a process that may not have bound it yet: free_port alone could return it
+    again, and two servers of one test then met on one port)."""
+    with contextlib.ExitStack() as held:
+        ports: list[int] = []
+        while len(ports) < count:
+            s = held.enter_context(socket.socket())
+            s.bind(("127.0.0.1", 0))
+            if s.getsockname()[1] != besides:
+                ports.append(s.getsockname()[1])
+        return ports
 
 
 class Process:

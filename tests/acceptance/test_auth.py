@@ -18,7 +18,7 @@ import pytest
 from jobqueue.config import Settings
 from jobqueue.db.store import Store
 from jobqueue.tokens import new_token
-from tests.conftest import Process, Spawn, free_port, jobqueue
+from tests.conftest import Process, Spawn, free_port, free_ports, jobqueue
 
 pytestmark = pytest.mark.anyio
 
@@ -197,7 +197,7 @@ async def test_a_client_that_keeps_failing_is_refused_for_a_while(
 async def test_revocation_reaches_a_second_api_process_within_a_second(
     spawn: Spawn, env: dict[str, str], db: asyncpg.Connection, schema: str
 ) -> None:
-    first, second = dict(env), dict(env, PORT=str(free_port()))
+    first, second = dict(env), dict(env, PORT=str(free_ports(1, besides=int(env["PORT"]))[0]))
     for e in (first, second):
         spawn(["api"], e, name=f"api-{e['PORT']}").wait_http(f"http://127.0.0.1:{e['PORT']}")
     secret = await make_token(db, schema, "ci", ["jobs:read"])

@@ -21,7 +21,7 @@ import asyncpg
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import ROOT, Process, Spawn, free_port
+from tests.conftest import ROOT, Process, Spawn, free_port, free_ports
 
 # One job of each kind runs: completed; retried then completed; retried then failed;
 # discarded.
@@ -260,12 +260,12 @@ def test_a_worker_port_serves_the_sum_of_its_processes_through_a_kill(
     )
     api = spawn(["api"], env, "api")
     base = f"http://127.0.0.1:{env['PORT']}"
-    metrics_port = free_port()
+    metrics_port, serve_port = free_ports(2, besides=int(env["PORT"]))
     supervisor = spawn(
         ["worker", "--processes", "2", "--metrics-port", str(metrics_port)], env, "workers"
     )
     # A `serve` too: three processes that run workers, and compete for the lead.
-    serve_base = f"http://127.0.0.1:{free_port()}"
+    serve_base = f"http://127.0.0.1:{serve_port}"
     server = spawn(["serve"], {**env, "PORT": serve_base.rpartition(":")[2]}, "serve")
     api.wait_http(base)
     server.wait_http(serve_base)

@@ -19,7 +19,7 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.conftest import Spawn, free_port, jobqueue
+from tests.conftest import Spawn, free_ports, jobqueue
 
 pytestmark = pytest.mark.anyio
 
@@ -27,7 +27,7 @@ PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
 
 
 @pytest.fixture
-def pgbouncer(pg_dsn: str, tmp_path: Path) -> Iterator[str]:
+def pgbouncer(pg_dsn: str, tmp_path: Path, env: dict[str, str]) -> Iterator[str]:
     """A PgBouncer in transaction mode in front of the test database; its DSN."""
     if not Path(PGBOUNCER).exists():
         pytest.fail("pgbouncer is not installed: apt-get install pgbouncer (.ci/run does)")
@@ -35,7 +35,7 @@ def pgbouncer(pg_dsn: str, tmp_path: Path) -> Iterator[str]:
     host = unquote(target.hostname or "") or "127.0.0.1"
     user = unquote(target.username or "postgres")
     dbname = target.path.lstrip("/") or "postgres"
-    port = free_port()
+    port = free_ports(1, besides=int(env["PORT"]))[0]  # the test's server takes PORT
     config = tmp_path / "pgbouncer.ini"
     config.write_text(
         "[databases]\n"
