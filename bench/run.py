@@ -24,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -346,17 +347,8 @@ def wakeup_latency(dsn: str, runs: int) -> dict[str, Any]:
     for i in range(runs):
         for processes in (1, 2):
             progress(f"jobqueue: wakeup --processes {processes} run {i + 1}/{runs}")
-            env = {**os.environ, "DATABASE_URL": dsn, "JOBQUEUE_LOG_LEVEL": "warning",
-                   "JOBQUEUE_APP": "jobqueue.demo:jq"}  # fmt: skip
-            worker = subprocess.Popen(
-                [sys.executable, "-m", "jobqueue", "worker", "--processes", str(processes)],
-                env=env,
-            )
-            try:
+            with demo_workers(dsn, processes):
                 waits = asyncio.run(claim_waits(dsn, processes))
-            finally:
-                worker.terminate()
-                worker.wait(60)
             p50s[processes].append(statistics.median(waits))
             p99s[processes].append(statistics.quantiles(waits, n=100)[98])
     return {
@@ -366,17 +358,37 @@ def wakeup_latency(dsn: str, runs: int) -> dict[str, Any]:
     }
 
 
+@contextlib.contextmanager
+def demo_workers(dsn: str, processes: int, **env: str) -> Iterator[None]:
+    """`jobqueue worker --processes N` on the demo tasks, for as long as the block runs."""
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "jobqueue", "worker", "--processes", str(processes)],
+        env={**os.environ, "DATABASE_URL": dsn, "JOBQUEUE_LOG_LEVEL": "warning",
+             "JOBQUEUE_APP": "jobqueue.demo:jq", **env},
+    )  # fmt: skip
+    try:
+        yield
+    finally:
+        worker.terminate()
+        worker.wait(60)
+
+
+async def workers_registered(conn: asyncpg.Connection, processes: int) -> None:
+    """Until ``processes`` workers have registered (the schema may not exist yet)."""
+    deadline = time.monotonic() + 60
+    while True:
+        with contextlib.suppress(asyncpg.UndefinedTableError):
+            if await conn.fetchval("SELECT count(*) FROM jobqueue.workers") >= processes:
+                return
+        if time.monotonic() > deadline:
+            raise SystemExit("jobqueue bench: the workers did not start")
+        await asyncio.sleep(0.1)
+
+
 async def claim_waits(dsn: str, processes: int) -> list[float]:
     conn = await asyncpg.connect(dsn)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            with contextlib.suppress(asyncpg.UndefinedTableError):
-                if await conn.fetchval("SELECT count(*) FROM jobqueue.workers") >= processes:
-                    break
-            if time.monotonic() > deadline:
-                raise SystemExit("jobqueue bench: the workers did not start")
-            await asyncio.sleep(0.1)
+        await workers_registered(conn, processes)
         await asyncio.sleep(2)  # every LISTEN in place
         await conn.execute("DELETE FROM jobqueue.jobs")
         for _ in range(200):
@@ -405,16 +417,8 @@ def connection_budget(dsn: str) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     for processes in (1, 4, 8):
         progress(f"jobqueue: connections with --processes {processes}")
-        env = {**os.environ, "DATABASE_URL": dsn, "WORKER_COUNT": "100",
-               "JOBQUEUE_LOG_LEVEL": "warning", "JOBQUEUE_APP": "jobqueue.demo:jq"}  # fmt: skip
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "jobqueue", "worker", "--processes", str(processes)], env=env
-        )
-        try:
+        with demo_workers(dsn, processes, WORKER_COUNT="100"):
             idle, busy = asyncio.run(count_connections(dsn, processes))
-        finally:
-            worker.terminate()
-            worker.wait(60)
         figures[f"connections_{processes}proc_idle"] = idle
         figures[f"connections_{processes}proc_busy"] = busy
     return figures
@@ -426,14 +430,7 @@ async def count_connections(dsn: str, processes: int) -> tuple[int, int]:
                WHERE datname = current_database() AND pid <> pg_backend_pid()"""
     try:
         # Started: every process registered; then settled: a few heartbeats later.
-        deadline = time.monotonic() + 60
-        while True:
-            with contextlib.suppress(asyncpg.UndefinedTableError):
-                if await conn.fetchval("SELECT count(*) FROM jobqueue.workers") >= processes:
-                    break
-            if time.monotonic() > deadline:
-                raise SystemExit("jobqueue bench: the workers did not start")
-            await asyncio.sleep(0.1)
+        await workers_registered(conn, processes)
         await asyncio.sleep(5)
         idle: int = await conn.fetchval(count)
         await conn.execute(

@@ -184,8 +184,9 @@ async def http_auth(jq: JobQueue) -> tuple[bool, str | None]:
         )
         return True, admin
     if admin is None:
-        now = await (await jq.store()).clock_now()
-        if not any(t.info().state(now) == "active" for t in await (await jq.store()).tokens_list()):
+        store = await jq.store()
+        now = await store.clock_now()
+        if not any(t.info().state(now) == "active" for t in await store.tokens_list()):
             raise StartupError(
                 f"refusing to serve HTTP on {settings.host} without authentication: create "
                 "a token (jobqueue tokens create --name NAME --scope SCOPE), set "
