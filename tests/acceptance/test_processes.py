@@ -170,7 +170,9 @@ def test_one_listen_connection_wakes_every_process(
     pg_dsn: str, schema: str, env: dict[str, str], spawn: Spawn
 ) -> None:
     """The supervisor listens and relays: its children hold no LISTEN connection, and
-    still start a job at once (their fallback poll is 30 s away) and stop one asked to."""
+    still start a job at once (their fallback poll is 30 s away) and stop one asked to.
+    Each child holds one pooled connection, after a burst of jobs too: N + 1 for the
+    host."""
     if not pg_dsn.startswith("postgresql://") or "@127.0.0.1" not in pg_dsn:
         pytest.fail("this test counts TCP connections: it needs a TCP DSN on 127.0.0.1")
     env.update(POLL_INTERVAL_SECONDS="30", JOBQUEUE_APP="jobqueue.demo:jq")
@@ -190,10 +192,12 @@ def test_one_listen_connection_wakes_every_process(
                 await asyncio.sleep(0.05)
             await jq.cancel(long.id)
             assert (await jq.wait(long.id, timeout=10)).status == "cancelled"
+            burst = await jq.enqueue_many("noop", [{}] * 3000)
+            assert (await jq.wait(burst[-1], timeout=30)).status == "completed"
 
     asyncio.run(go())
     held = {pid: asyncio.run(server_connections(pg_dsn, pid)) for pid in pids}
-    assert all("jobqueue-listener" not in names for names in held.values()), held
+    assert all(names == ["jobqueue"] for names in held.values()), held
     own = asyncio.run(server_connections(pg_dsn, supervisor.popen.pid))
     assert own == ["jobqueue-listener"], own
     supervisor.popen.send_signal(signal.SIGTERM)
