@@ -18,7 +18,7 @@ import sys
 import time
 import urllib.parse
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import asyncpg
@@ -180,6 +180,26 @@ def free_ports(count: int, *, besides: int) -> list[int]:
             if s.getsockname()[1] != besides:
                 ports.append(s.getsockname()[1])
         return ports
+
+
+def client_ports(pids: Iterable[int]) -> set[int]:
+    """The local TCP ports of the sockets these processes hold: for pg_stat_activity's
+    client_port, to tell their server connections from other tests' (through /proc)."""
+    inodes = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):  # a process that has just ended
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    if target.startswith("socket:["):
+                        inodes.add(int(target[8:-1]))
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[9]) in inodes:
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
 
 
 class Process:

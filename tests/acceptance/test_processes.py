@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
 import signal
 import time
-from pathlib import Path
 
 import asyncpg
 import pytest
 
 from jobqueue import JobQueue
 from tests.apps.ledger_app import create_ledger
-from tests.conftest import Process, Spawn
+from tests.conftest import Process, Spawn, client_ports
 
 
 async def fill(dsn: str, schema: str, jobs: int) -> None:
@@ -131,30 +129,9 @@ def test_a_stop_while_the_workers_are_still_starting_is_clean(
     assert "exit_codes=" in supervisor.output
 
 
-def sockets_of(pid: int) -> set[int]:
-    """The inodes of the sockets process ``pid`` holds."""
-    inodes = set()
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        with contextlib.suppress(OSError):
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-            if target.startswith("socket:["):
-                inodes.add(int(target[8:-1]))
-    return inodes
-
-
-def local_ports(inodes: set[int]) -> set[int]:
-    ports = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            if int(fields[9]) in inodes:
-                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
-    return ports
-
-
 async def server_connections(dsn: str, pid: int) -> list[str]:
     """The application names of the server connections process ``pid`` holds."""
-    ports = local_ports(sockets_of(pid))
+    ports = client_ports([pid])
     conn = await asyncpg.connect(dsn)
     try:
         rows = await conn.fetch(

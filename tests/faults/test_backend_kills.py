@@ -22,7 +22,7 @@ from jobqueue import EnqueueFailed, EnqueueOutcomeUnknown, JobQueue
 from jobqueue.config import Settings
 from jobqueue.db.migrate import migrate
 from tests.apps.ledger_app import create_ledger
-from tests.conftest import APPS, Process, Spawn, free_port
+from tests.conftest import APPS, Process, Spawn, client_ports, free_port
 
 KILL_EVERY = 0.2
 KILL_FOR = 20.0
@@ -98,7 +98,8 @@ def test_backends_killed_under_load_lose_no_job_and_log_no_error(
     api.wait_http(base)
     worker.wait_for_output("worker started")
 
-    tally, kills = asyncio.run(load_while_killing(dsn, schema, base))
+    ours = [os.getpid(), api.popen.pid, worker.popen.pid]
+    tally, kills = asyncio.run(load_while_killing(dsn, schema, base, ours))
 
     done, ledger = asyncio.run(completed_and_ledger(dsn, schema, tally.jobs, worker))
     logs = {"api": api.output, "worker": worker.output}
@@ -122,7 +123,11 @@ def test_backends_killed_under_load_lose_no_job_and_log_no_error(
     assert set(tally.jobs) <= {job_id for job_id, _ in runs}  # every job ran
 
 
-async def load_while_killing(dsn: str, schema: str, base: str) -> tuple[Tally, dict[str, int]]:
+async def load_while_killing(
+    dsn: str, schema: str, base: str, ours: list[int]
+) -> tuple[Tally, dict[str, int]]:
+    """``ours``: the processes whose server connections are killed (this one's, the
+    API's and the worker's), and no other test's that shares the server."""
     tally = Tally()
     kills = {"rounds": 0, "backends": 0}
     stop = asyncio.Event()
@@ -172,7 +177,9 @@ async def load_while_killing(dsn: str, schema: str, base: str) -> tuple[Tally, d
                 killed = await conn.fetchval(
                     """SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
                        WHERE datname = current_database() AND pid <> pg_backend_pid()
-                         AND application_name LIKE 'jobqueue%'"""
+                         AND application_name LIKE 'jobqueue%'
+                         AND client_port = ANY($1::int[])""",
+                    sorted(client_ports(ours)),
                 )
                 kills["rounds"] += 1
                 kills["backends"] += killed

@@ -179,11 +179,11 @@ def test_postgresql_restarts_under_load(tmp_path: Path, spawn: Spawn) -> None:
     no jobqueue process exits, the API answers 503 while it is down and 201 after, and
     every job completes."""
     from jobqueue.db.embedded import EmbeddedPostgres
-    from tests.conftest import free_port
+    from tests.conftest import free_ports
 
-    server = EmbeddedPostgres(tmp_path / "pg", port=free_port())
+    pg_port, port = free_ports(2, besides=0)
+    server = EmbeddedPostgres(tmp_path / "pg", port=pg_port)
     dsn = server.start()
-    port = free_port()
     env = {
         **os.environ,
         "DATABASE_URL": dsn,
@@ -318,12 +318,13 @@ def test_a_process_started_during_an_outage_waits_for_the_database(
     tmp_path: Path, spawn: Spawn
 ) -> None:
     from jobqueue.db.embedded import EmbeddedPostgres
-    from tests.conftest import free_port
+    from tests.conftest import free_ports
 
-    server = EmbeddedPostgres(tmp_path / "pg", port=free_port())
+    # Two different ports: the API's must not be the stopped server's, which it takes again.
+    pg_port, port = free_ports(2, besides=0)
+    server = EmbeddedPostgres(tmp_path / "pg", port=pg_port)
     dsn = server.start()
     server.stop()
-    port = free_port()
     env = {**os.environ, "DATABASE_URL": dsn, "PORT": str(port)}
     try:
         serve = spawn(["serve"], env, name="serve")
