@@ -149,6 +149,17 @@ def optional_text(name: str, raw: str) -> str | None:
     return raw.strip() or None
 
 
+def dsn(name: str, raw: str) -> str | None:
+    """A DSN, or None (unset); one that lists several hosts must say which to use."""
+    from jobqueue.db.hosts import failover_problem
+
+    value = optional_text(name, raw)
+    problem = None if value is None else failover_problem(value)
+    if problem is not None:
+        raise ConfigError(f"{name}: {problem} (docs/failover.md)")
+    return value
+
+
 def trace_url(name: str, raw: str) -> str | None:
     """A link template holding ``{trace_id}``, on http or https, or None (unset)."""
     raw = raw.strip()
@@ -202,6 +213,7 @@ NONE_SPELLING: dict[Callable[[str, str], Any], str] = {
     retention: "forever",
     optional_seconds: "none",
     optional_text: "",
+    dsn: "",
     optional_port: "",
     cron_entries: "",
     trace_url: "",
@@ -248,14 +260,19 @@ class Settings:
     )
     database_url: str | None = setting(
         "DATABASE_URL",
-        optional_text,
+        dsn,
         None,
         "PostgreSQL to use. Unset: an embedded PostgreSQL in JOBQUEUE_DATA_DIR, "
-        "started and stopped with the process (for development and single hosts).",
+        "started and stopped with the process (for development and single hosts). "
+        "It may list a primary and its standbys with target_session_attrs=read-write "
+        "(postgresql://db1,db2/jobs?target_session_attrs=read-write): connections go "
+        "to whichever accepts writes, so that a promoted standby is found by itself "
+        "(docs/failover.md); a host that does not answer delays each new connection "
+        "by up to the 5 s connect timeout, so list the likeliest primary first.",
     )
     direct_database_url: str | None = setting(
         "JOBQUEUE_DIRECT_DATABASE_URL",
-        optional_text,
+        dsn,
         None,
         "A session to the same database that no pooler stands in front of, for what "
         "needs one: migrations, LISTEN and its advisory lock. Unset: DATABASE_URL. Set "
