@@ -11,6 +11,9 @@ stop -m immediate``); ``outage`` seconds later, as an orchestrator would after
 noticing, the standby is promoted. Clients go on until the API has stored jobs on the
 new primary for ``after`` seconds; then every acknowledged job is waited for, the
 processes are stopped (SIGTERM) and their exit codes, logs and the ledger collected.
+
+Run on a ``Lone`` server instead, the same crash is followed by a restart: the
+reference that bench/failover.py compares the failover with.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import httpx
 from jobqueue.db.migrate import migrate
 from tests.apps.ledger_app import create_ledger
 from tests.conftest import APPS, Process, free_ports
-from tests.faults.replication import Replicated
+from tests.faults.replication import Lone, Replicated
 
 LEASE = 2.0
 RESCUE_INTERVAL = 0.5
@@ -54,7 +57,7 @@ class Answer:
 class FailoverRun:
     answers: list[Answer]
     stopped: float  # time.monotonic() once the primary is gone
-    promoted: float  # ... when the standby is told to take over (it accepts writes soon after)
+    promoted: float  # ... when the standby is told to take over (or the server to start)
     # Seconds from ``stopped`` to the first job completed by the new primary's clock
     # (None: none was), and to the first 201 of a request sent after it.
     first_completion: float | None
@@ -77,7 +80,7 @@ class FailoverRun:
 
 
 def fail_over_under_load(
-    pair: Replicated,
+    pair: Replicated | Lone,
     root: Path,
     *,
     before: float = 3.0,
@@ -86,7 +89,7 @@ def fail_over_under_load(
     settle: float = 90.0,
 ) -> FailoverRun:
     """``settle``: how long the acknowledged jobs may take to complete after the load."""
-    asyncio.run(_prepare(pair.primary.dsn))
+    asyncio.run(_prepare(pair.setup_dsn))
     port = free_ports(1, besides=0)[0]
     env = {
         **os.environ,
@@ -149,7 +152,7 @@ async def _prepare(dsn: str) -> None:
 
 
 async def _load_and_fail_over(
-    pair: Replicated, base: str, before: float, outage: float, after: float
+    pair: Replicated | Lone, base: str, before: float, outage: float, after: float
 ) -> tuple[list[Answer], float, float, float]:
     """Every answer, and when the primary was gone (monotonic, and epoch seconds for the
     server's timestamps) and when the standby was told to take over."""
@@ -172,11 +175,11 @@ async def _load_and_fail_over(
         clients = [asyncio.create_task(client(http)) for _ in range(CLIENTS)]
         try:
             await asyncio.sleep(before)
-            await asyncio.to_thread(pair.stop_primary)
+            await asyncio.to_thread(pair.crash)
             stopped, stopped_at = time.monotonic(), time.time()
             await asyncio.sleep(outage)
             promoted = time.monotonic()
-            await asyncio.to_thread(pair.promote)
+            await asyncio.to_thread(pair.recover)
             deadline = promoted + 60
             while not any(a.status == 201 and a.sent >= promoted for a in answers):
                 if time.monotonic() > deadline:

@@ -3,8 +3,11 @@ binaries, for failover tests and the failover benchmark.
 
     with Replicated.make(tmp_path) as pair:   # ReplicationUnavailable where it cannot be
         pair.dsn                              # both hosts, target_session_attrs=read-write
-        pair.stop_primary()                   # pg_ctl stop -m immediate: a crash
-        pair.promote()                        # pg_ctl promote: the standby takes over
+        pair.crash()                          # pg_ctl stop -m immediate on the primary
+        pair.recover()                        # pg_ctl promote: the standby takes over
+
+``Lone`` is the reference a failover is measured against: one server, which crashes
+the same way and recovers by starting again on its port.
 
 The standby is a ``pg_basebackup`` of the primary with ``standby.signal`` and a
 ``primary_conninfo``; the primary names it in ``synchronous_standby_names`` with
@@ -92,15 +95,55 @@ class Replicated:
                 with contextlib.suppress(EmbeddedPostgresError):
                     node.server.stop()
 
-    def stop_primary(self) -> None:
-        """The primary crashes: every backend is gone at once, nothing is flushed."""
-        _pg_ctl(self.primary, "stop", "-m", "immediate", "-w")
-        self.primary.server.stop()  # reaps the process and releases its keeper thread
+    @property
+    def setup_dsn(self) -> str:
+        return self.primary.dsn
 
-    def promote(self) -> None:
+    def crash(self) -> None:
+        """The primary crashes: every backend is gone at once, nothing is flushed."""
+        _crash(self.primary)
+
+    def recover(self) -> None:
         """The standby ends recovery and accepts writes (``-w``: once it does)."""
         _pg_ctl(self.standby, "promote", "-w")
         self.promoted = True
+
+
+class Lone:
+    """One server, for the reference figures: it crashes and is started again."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    @property
+    def dsn(self) -> str:
+        return self.node.dsn
+
+    setup_dsn = current_dsn = dsn
+
+    @classmethod
+    @contextlib.contextmanager
+    def make(cls, root: Path) -> Iterator[Lone]:
+        port = free_ports(1, besides=0)[0]
+        node = Node(EmbeddedPostgres(root / "lone", port=port), root / "lone", port)
+        try:
+            node.server.start()
+            yield cls(node)
+        finally:
+            with contextlib.suppress(EmbeddedPostgresError):
+                node.server.stop()
+
+    def crash(self) -> None:
+        _crash(self.node)
+
+    def recover(self) -> None:
+        """Started again on its port; it accepts connections once crash recovery is done."""
+        self.node.server.start()
+
+
+def _crash(node: Node) -> None:
+    _pg_ctl(node, "stop", "-m", "immediate", "-w")
+    node.server.stop()  # reaps the process and releases its keeper thread
 
 
 def _clone(primary: Node, standby: Node) -> None:
