@@ -41,11 +41,12 @@ def closed_host() -> str:
         return f"127.0.0.1:{s.getsockname()[1]}"  # refused once the socket is closed
 
 
-def listing(pg_dsn: str, first: str, attrs: str = "read-write") -> str:
-    """``pg_dsn`` with ``first`` listed before its own host."""
+def listing(pg_dsn: str, *first: str, attrs: str = "read-write", own: bool = True) -> str:
+    """``pg_dsn`` with the hosts ``first`` listed before its own (or instead: ``own``)."""
     parts = urlsplit(pg_dsn)
-    credentials, _, host = parts.netloc.rpartition("@")
-    netloc = f"{credentials}@{first},{host}" if credentials else f"{first},{host}"
+    credentials, at, host = parts.netloc.rpartition("@")
+    hosts = ",".join([*first, host] if own else first)
+    netloc = f"{credentials}{at}{hosts}"
     return parts._replace(netloc=netloc, query=f"target_session_attrs={attrs}").geturl()
 
 
@@ -89,6 +90,16 @@ async def test_the_queue_works_on_the_host_that_answers(
     job = await jq.enqueue("note", {"n": 7})
     assert (await jq.wait(job.id, timeout=10)).status == JobStatus.COMPLETED
     assert ran == [7]
+
+
+async def test_a_silent_host_among_unreachable_ones_is_reported_as_a_timeout(
+    pg_dsn: str, silent_host: str, closed_host: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An enqueue retries a connection that failed fast, but not one that timed out:
+    one that waited on the silent host says so, whatever the later hosts said."""
+    monkeypatch.setattr(pool, "CONNECT_TIMEOUT", 0.5)
+    with pytest.raises(TimeoutError):
+        await connect(listing(pg_dsn, silent_host, closed_host, own=False))
 
 
 async def test_no_host_that_accepts_writes_is_an_outage(pg_dsn: str, closed_host: str) -> None:

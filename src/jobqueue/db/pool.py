@@ -219,16 +219,26 @@ async def connect(
 async def connect_each_host(dsn: str, **options: Any) -> asyncpg.Connection:
     """``asyncpg.connect(dsn, **options)``, host by host when ``dsn`` lists several: the
     first that accepts (and suits its target_session_attrs) wins, each within its own
-    ``timeout``. The last host's error if none does; at once for an error that is no
-    outage (a refused password says the same on every host)."""
+    ``timeout``. At once an error that is no outage (a refused password says the same
+    on every host); else the last host's error, or a TimeoutError if a host took the
+    whole timeout: a caller that retries only what failed fast then does not wait it
+    out again at once (an enqueue answers 503 after one timeout, not four)."""
     *others, last = single_host_dsns(dsn)
+    timed_out: TimeoutError | None = None
     for one in others:
         try:
             return await asyncpg.connect(one, **options)
+        except TimeoutError as exc:
+            timed_out = exc
         except Exception as exc:
             if not is_unavailable(exc):
                 raise
-    conn: asyncpg.Connection = await asyncpg.connect(last, **options)
+    try:
+        conn: asyncpg.Connection = await asyncpg.connect(last, **options)
+    except Exception as exc:
+        if timed_out is not None and is_unavailable(exc):
+            raise timed_out from exc
+        raise
     return conn
 
 
