@@ -3,11 +3,14 @@ the settings that refuse one the queue could not work on."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from jobqueue import config
 from jobqueue.config import ConfigError
 from jobqueue.db.hosts import single_host_dsns
+from tests.conftest import jobqueue
 
 
 def test_each_host_of_the_address_gets_the_rest_of_the_dsn() -> None:
@@ -72,3 +75,11 @@ def test_a_dsn_that_could_reach_a_standby_is_refused_in_one_line(dsn: str, messa
     assert str(raised.value).startswith(message)
     assert "docs/failover.md" in str(raised.value)
     assert "\n" not in str(raised.value)
+
+
+def test_the_command_line_refuses_such_a_dsn_in_one_line_on_stderr() -> None:
+    env = {**os.environ, "DATABASE_URL": "postgresql://db1,db2/jobs"}
+    done = jobqueue(env, "worker")
+    assert done.returncode != 0
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "DATABASE_URL: it lists 2 hosts but no target_session_attrs" in done.stderr
