@@ -64,6 +64,8 @@ def test_a_promoted_standby_takes_over_with_every_acknowledged_job(
     assert [key for key, n in attempts.items() if n > 1] == []  # no attempt ran twice
     assert set(run.accepted) <= {job for job, _ in run.ledger}  # every job ran
 
+    # The supervisor's LISTEN, relayed to its workers, is back on the new primary.
+    assert "listener reconnected; wake-ups by NOTIFY again" in run.logs["workers"]
     assert run.exit_codes == {"workers": 0, "api": 0}, run.exit_codes
     assert "exited with code" not in run.logs["workers"]  # no worker process died
     for name, log in run.logs.items():
