@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         if "wakeup" in args.only.split(","):
             figures["systems"]["jobqueue"].update(wakeup_latency(dsns["jobqueue"], args.runs))
         if "connections" in args.only.split(","):  # minutes long: only when named
-            figures["systems"]["jobqueue"].update(connection_budget(dsns["jobqueue"]))
+            figures["systems"]["jobqueue"].update(connection_budget(dsns["jobqueue"], args.runs))
         if not args.only or "enqueue_http" in args.only.split(","):
             figures["systems"]["jobqueue"].update(
                 enqueue_http(dsns["jobqueue"], args.runs, 0.1 if args.quick else 1)
@@ -410,21 +410,35 @@ async def claim_waits(dsn: str, processes: int) -> list[float]:
         await conn.close()
 
 
-def connection_budget(dsn: str) -> dict[str, Any]:
+def connection_budget(dsn: str, runs: int) -> dict[str, Any]:
     """Server connections held by `jobqueue worker --processes N` at WORKER_COUNT=100,
     N = 1, 4, 8: once started and idle, and the most seen while it drains 20,000 jobs
-    per process (sampled every 50 ms)."""
+    per process (sampled every 50 ms). Then what one connection per process costs:
+    `--processes 2` draining with JOBQUEUE_POOL_SIZE 1 (the default) and 4, alternated
+    ``runs`` times, as a ratio of medians."""
     figures: dict[str, Any] = {}
     for processes in (1, 4, 8):
         progress(f"jobqueue: connections with --processes {processes}")
         with demo_workers(dsn, processes, WORKER_COUNT="100"):
-            idle, busy = asyncio.run(count_connections(dsn, processes))
+            idle, busy, _ = asyncio.run(count_connections(dsn, processes))
         figures[f"connections_{processes}proc_idle"] = idle
         figures[f"connections_{processes}proc_busy"] = busy
+    rates: dict[str, list[float]] = {"1": [], "4": []}
+    for run in range(runs):
+        for size, found in rates.items():
+            progress(f"jobqueue: --processes 2 with a pool of {size}, run {run + 1}/{runs}")
+            with demo_workers(dsn, 2, WORKER_COUNT="100", JOBQUEUE_POOL_SIZE=size):
+                found.append(asyncio.run(count_connections(dsn, 2))[2])
+    figures["drain_2proc_pool1"] = statistics.median(rates["1"])
+    figures["drain_2proc_pool4"] = statistics.median(rates["4"])
+    figures["drain_2proc_pool1_ratio"] = round(
+        figures["drain_2proc_pool1"] / figures["drain_2proc_pool4"], 2
+    )
     return figures
 
 
-async def count_connections(dsn: str, processes: int) -> tuple[int, int]:
+async def count_connections(dsn: str, processes: int) -> tuple[int, int, float]:
+    """Connections once idle, the most while draining, and the drain's jobs/s."""
     conn = await asyncpg.connect(dsn)
     count = """SELECT count(*) FROM pg_stat_activity
                WHERE datname = current_database() AND pid <> pg_backend_pid()"""
@@ -438,12 +452,15 @@ async def count_connections(dsn: str, processes: int) -> tuple[int, int]:
             20_000 * processes,
         )
         busy = idle
+        started = time.monotonic()
         while await conn.fetchval(
             "SELECT EXISTS (SELECT 1 FROM jobqueue.jobs WHERE status IN ('pending', 'running'))"
         ):
             busy = max(busy, await conn.fetchval(count))
             await asyncio.sleep(0.05)
-        return idle, busy
+        rate = 20_000 * processes / (time.monotonic() - started)
+        await conn.execute("DELETE FROM jobqueue.jobs")
+        return idle, busy, rate
     finally:
         await conn.close()
 

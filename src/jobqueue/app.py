@@ -144,9 +144,9 @@ class JobQueue:
         return self._database.dsn
 
     @property
-    def direct_dsn(self) -> str:
-        """Where sessions (migrations, LISTEN) connect: JOBQUEUE_DIRECT_DATABASE_URL, else
-        the DSN."""
+    def direct_dsn(self) -> str | None:
+        """Where LISTEN connects: JOBQUEUE_DIRECT_DATABASE_URL, else the DSN; None when
+        poll-only (JOBQUEUE_DIRECT_DATABASE_URL=none)."""
         return self._database.direct_dsn
 
     def use_dsn(self, dsn: str) -> None:

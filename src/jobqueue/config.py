@@ -31,6 +31,13 @@ def positive_int(name: str, raw: str) -> int:
     return value
 
 
+def pool_size(name: str, raw: str) -> int | None:
+    """A positive number of connections, or None for "auto" (see Settings.pool_size)."""
+    if raw.strip().lower() == "auto":
+        return None
+    return positive_int(name, raw)
+
+
 def port_number(name: str, raw: str) -> int:
     try:
         value = int(raw)
@@ -160,6 +167,16 @@ def dsn(name: str, raw: str) -> str | None:
     return value
 
 
+# JOBQUEUE_DIRECT_DATABASE_URL's value for "there is no direct session" (poll-only).
+NO_DIRECT_SESSION = "none"
+
+
+def direct_url(name: str, raw: str) -> str | None:
+    """A DSN (as ``dsn`` takes it), NO_DIRECT_SESSION, or None (unset)."""
+    raw = raw.strip()
+    return NO_DIRECT_SESSION if raw.lower() == NO_DIRECT_SESSION else dsn(name, raw)
+
+
 def trace_url(name: str, raw: str) -> str | None:
     """A link template holding ``{trace_id}``, on http or https, or None (unset)."""
     raw = raw.strip()
@@ -214,7 +231,9 @@ NONE_SPELLING: dict[Callable[[str, str], Any], str] = {
     optional_seconds: "none",
     optional_text: "",
     dsn: "",
+    direct_url: "",
     optional_port: "",
+    pool_size: "auto",
     cron_entries: "",
     trace_url: "",
 }
@@ -272,13 +291,27 @@ class Settings:
     )
     direct_database_url: str | None = setting(
         "JOBQUEUE_DIRECT_DATABASE_URL",
-        dsn,
+        direct_url,
         None,
-        "A session to the same database that no pooler stands in front of, for what "
-        "needs one: migrations, LISTEN and its advisory lock. Unset: DATABASE_URL. Set "
-        "to another address, it says that DATABASE_URL goes through PgBouncer in "
+        "A session to the same database that no pooler stands in front of, for LISTEN "
+        "(wake-ups within a millisecond) and migrations. Unset: DATABASE_URL. Set to "
+        "another address, it says that DATABASE_URL goes through PgBouncer in "
         "transaction mode: pooled connections then prepare no named statements and "
-        "set no session settings (docs/scaling.md).",
+        "set no session settings. `none`: the same, with no direct session at all "
+        "(poll-only): workers find jobs by polling every POLL_INTERVAL_SECONDS, so a "
+        "job waits up to that long to start, and every process polls (docs/scaling.md).",
+    )
+    pool_size: int | None = setting(
+        "JOBQUEUE_POOL_SIZE",
+        pool_size,
+        None,
+        "Server connections one process's pool may hold at once. Unset or auto: 1 "
+        "in `jobqueue worker`, so that a host running `--processes N` holds N + 1 (its "
+        "one LISTEN connection besides), and 16 in a process that serves HTTP or in an "
+        "application's JobQueue, where concurrent requests each need one. A worker needs "
+        "no more than 4 (claims, completions, heartbeats and maintenance, which otherwise "
+        "wait for each other) and its handlers never use them: 4 drains tiny jobs about "
+        "20% faster than 1 (docs/scaling.md) for 3 more connections per process.",
     )
     worker_count: int = setting(
         "WORKER_COUNT",
@@ -554,6 +587,24 @@ class Settings:
     @property
     def data_path(self) -> Path:
         return Path(self.data_dir).expanduser().resolve()
+
+    @property
+    def poll_only(self) -> bool:
+        """No direct session (JOBQUEUE_DIRECT_DATABASE_URL=none): nothing LISTENs."""
+        return self.direct_database_url == NO_DIRECT_SESSION
+
+    @property
+    def behind_pooler(self) -> bool:
+        """Whether DATABASE_URL is a pooler in transaction mode: a direct session set
+        apart from it, or none at all."""
+        direct = self.direct_database_url
+        return direct is not None and direct != self.database_url
+
+    def direct_dsn(self, dsn: str) -> str | None:
+        """Where LISTEN goes, given the resolved DATABASE_URL; None when poll-only."""
+        if self.poll_only:
+            return None
+        return self.direct_database_url or dsn
 
 
 def env_settings() -> list[dataclasses.Field[Any]]:

@@ -22,9 +22,11 @@ from jobqueue.db.store import Clock, Store
 from jobqueue.enqueuer import Enqueuer
 from jobqueue.waiter import Waiter
 
-# Connections per process. Handlers never use them: a worker needs four at once
-# (producer, completer, heartbeat, leader), whatever its WORKER_COUNT, and the rest
-# serve concurrent HTTP requests; more would mostly queue inside PostgreSQL.
+# Connections per process when JOBQUEUE_POOL_SIZE is auto and nothing chose fewer
+# (`jobqueue worker` does: see cli/service.py). Handlers never use them: a worker
+# needs four at once (producer, completer, heartbeat, leader), whatever its
+# WORKER_COUNT, and the rest serve concurrent HTTP requests; more would mostly queue
+# inside PostgreSQL.
 POOL_SIZE = 16
 
 
@@ -58,19 +60,13 @@ class Database:
         self._dsn = dsn
 
     @property
-    def direct_dsn(self) -> str:
-        """Where sessions go (migrations, LISTEN): JOBQUEUE_DIRECT_DATABASE_URL, else
-        the DSN."""
-        return self.settings.direct_database_url or self.dsn
+    def direct_dsn(self) -> str | None:
+        """Where LISTEN goes: JOBQUEUE_DIRECT_DATABASE_URL, else the DSN; None when
+        poll-only."""
+        return self.settings.direct_dsn(self.dsn)
 
-    @property
-    def pooler(self) -> bool:
-        """Whether the DSN is a pooler in transaction mode (a direct DSN set apart)."""
-        direct = self.settings.direct_database_url
-        return direct is not None and direct != self.settings.database_url
-
-    async def resolved_direct_dsn(self) -> str:
-        return self.settings.direct_database_url or await self.resolved_dsn()
+    async def resolved_direct_dsn(self) -> str | None:
+        return self.settings.direct_dsn(await self.resolved_dsn())
 
     async def resolved_dsn(self) -> str:
         # Starting the embedded server blocks for up to a second: not on the event loop.
@@ -83,9 +79,9 @@ class Database:
         if found is None:
             pool = await create_pool(
                 await self.resolved_dsn(),
-                max_size=POOL_SIZE,
+                max_size=self.settings.pool_size or POOL_SIZE,
                 statement_timeout=self.settings.statement_timeout,
-                pooler=self.pooler,
+                pooler=self.settings.behind_pooler,
             )
             store = Store(pool, self.settings.schema, self._clock)
             found = self._loops[loop] = LoopResources(pool, store, Enqueuer(store))
@@ -94,16 +90,27 @@ class Database:
     async def waiter(self) -> Waiter:
         resources = await self.resources()
         if resources.waiter is None:
-            resources.waiter = Waiter(resources.store, await self.resolved_direct_dsn())
+            direct = await self.resolved_direct_dsn()
+            # Poll-only: no NOTIFY comes, so the fallback is the only way to notice.
+            fallback = self.settings.poll_interval if direct is None else None
+            resources.waiter = Waiter(resources.store, direct, fallback=fallback)
         return resources.waiter
 
     async def migrate(self) -> list[int]:
         # A connection of its own: a migration may outlast the pool's statement timeout.
-        conn = await connect(await self.resolved_direct_dsn())
+        conn = await self.session()
         try:
             return await migrate(conn, self.settings.schema)
         finally:
             await conn.close()
+
+    async def session(self) -> asyncpg.Connection:
+        """A connection of its own, to the direct session if there is one, else
+        through the pooler."""
+        direct = await self.resolved_direct_dsn()
+        if direct is None:
+            return await connect(await self.resolved_dsn(), pooler=True)
+        return await connect(direct)
 
     async def close_loop(self, *, terminate: bool = False) -> None:
         """Close this event loop's pool; the next use opens a new one."""

@@ -119,6 +119,8 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
                 listener_health=lambda: (
                     None
                     if listener is None
+                    else "off; polling"
+                    if settings.poll_only
                     else ("listening" if listener.healthy else "down; polling")
                 ),
                 metrics=metrics,

@@ -37,10 +37,11 @@ _PR_SET_PDEATHSIG = 1
 def run(settings: Settings, processes: int) -> int:
     dsn, embedded = resolve_dsn(settings)
     try:
+        direct = settings.direct_dsn(dsn)
         if settings.migrate:
-            migrate_when_reachable(settings.direct_database_url or dsn, settings.schema)
+            migrate_when_reachable(direct or dsn, settings.schema, pooler=direct is None)
         env = child_environment(settings, dsn) | {wakeups.RELAYED: "1"}
-        relay = wakeups.Relay(settings.direct_database_url or dsn, settings.schema)
+        relay = wakeups.Relay(direct, settings.schema)
         relay.start()
         try:
             if settings.metrics == "on" and settings.metrics_port is not None:
@@ -60,13 +61,13 @@ def run(settings: Settings, processes: int) -> int:
             embedded.stop()
 
 
-def migrate_when_reachable(dsn: str, schema: str) -> None:
+def migrate_when_reachable(dsn: str, schema: str, *, pooler: bool) -> None:
     """Migrate, waiting out a database outage as every worker does (a signal meanwhile
     ends the supervisor, with nothing started yet)."""
     backoff = 0.5
     while True:
         try:
-            asyncio.run(_migrate(dsn, schema))
+            asyncio.run(_migrate(dsn, schema, pooler))
             return
         except Exception as exc:
             if not is_unavailable(exc):
@@ -76,8 +77,8 @@ def migrate_when_reachable(dsn: str, schema: str) -> None:
             backoff = min(backoff * 2, 5.0)
 
 
-async def _migrate(dsn: str, schema: str) -> None:
-    conn = await connect(dsn)
+async def _migrate(dsn: str, schema: str, pooler: bool) -> None:
+    conn = await connect(dsn, pooler=pooler)
     try:
         await migrate(conn, schema)
     finally:

@@ -31,8 +31,11 @@ class WaiterSignals(Signals):
 
 
 class Waiter:
-    def __init__(self, store: Store, dsn: str) -> None:
+    def __init__(self, store: Store, dsn: str | None, *, fallback: float | None = None) -> None:
+        """``dsn``: where to LISTEN, None for nowhere (poll-only); ``fallback``: seconds
+        between reads of a waiting job (default FALLBACK_SECONDS)."""
         self._store = store
+        self._fallback = FALLBACK_SECONDS if fallback is None else fallback
         self._wakers: dict[int, set[asyncio.Event]] = {}
         self._listener = Listener(dsn, store.schema, store.done_channel, self._announced)
         self._task: asyncio.Task[None] | None = None
@@ -59,7 +62,7 @@ class Waiter:
                         return job
                     self.signals.waiting.fire(job_id)
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(woken.wait(), FALLBACK_SECONDS)
+                        await asyncio.wait_for(woken.wait(), self._fallback)
                     woken.clear()
         finally:
             wakers = self._wakers[job_id]

@@ -42,7 +42,8 @@ def relayed_here() -> bool:
 class Relay:
     """The supervisor's side: a Listener on a thread of its own, writing to pipes."""
 
-    def __init__(self, dsn: str, schema: str) -> None:
+    def __init__(self, dsn: str | None, schema: str) -> None:
+        """``dsn``: where to LISTEN; None (poll-only): nowhere, and the children poll."""
         self._pipes: list[IO[bytes]] = []
         self._lock = threading.Lock()
         self._up = False

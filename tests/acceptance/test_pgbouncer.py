@@ -19,6 +19,7 @@ import asyncpg
 import httpx
 import pytest
 
+from jobqueue.db.sql import migrations
 from tests.conftest import Spawn, free_ports, jobqueue
 
 pytestmark = pytest.mark.anyio
@@ -125,3 +126,59 @@ async def test_serve_through_pgbouncer_in_transaction_mode(
     output = server.output
     for problem in ("prepared statement", "Traceback", "[error", "[warning"):
         assert problem not in output, output
+
+
+async def test_poll_only_runs_everything_through_pgbouncer_alone(
+    spawn: Spawn, env: dict[str, str], pgbouncer: str, db: asyncpg.Connection, schema: str
+) -> None:
+    """JOBQUEUE_DIRECT_DATABASE_URL=none: no session anywhere. Start-up migrates through
+    PgBouncer, workers (one process, and a supervisor's two) find jobs by polling, a
+    running job's cancellation arrives with a heartbeat, and no backend LISTENs."""
+    await db.execute(f'DROP SCHEMA "{schema}" CASCADE')  # start-up migrates it again
+    env.update(
+        DATABASE_URL=pgbouncer,
+        JOBQUEUE_DIRECT_DATABASE_URL="none",
+        JOBQUEUE_APP="jobqueue.demo:jq",
+        JOBQUEUE_LEASE_SECONDS="3",
+        JOBQUEUE_RESCUE_INTERVAL="1",
+    )
+    server = spawn(["serve"], env)
+    base = f"http://127.0.0.1:{env['PORT']}"
+    server.wait_http(base, timeout=30)
+    workers = spawn(["worker", "--processes", "2", "--no-migrate"], env)
+    async with httpx.AsyncClient(base_url=base, timeout=40) as client:
+        ready = (await client.get("/readyz")).json()
+        assert ready["listener"] == "off; polling", ready
+        sleeper = await client.post("/jobs", json={"type": "sleep", "payload": {"seconds": 60}})
+        job_id = sleeper.json()["id"]
+        deadline = time.monotonic() + 20
+        while (await client.get(f"/jobs/{job_id}")).json()["status"] != "running":
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)
+        assert (await client.post(f"/jobs/{job_id}/cancel")).status_code == 202  # asked
+        cancelled = await client.get(f"/jobs/{job_id}", params={"wait": 30})
+        assert cancelled.json()["status"] == "cancelled", cancelled.text
+
+        batch = await client.post("/jobs/batch", json={"jobs": [{"type": "noop"}] * 300})
+        assert batch.status_code == 201, batch.text
+        last = batch.json()["ids"][-1]
+        done = await client.get(f"/jobs/{last}", params={"wait": 30})
+        assert done.json()["status"] == "completed", done.text
+        deadline = time.monotonic() + 30
+        while (await client.get("/queues")).json()["queues"][0]["completed"] < 300:
+            assert time.monotonic() < deadline, (await client.get("/queues")).text
+            await asyncio.sleep(0.1)
+
+    registered = await db.fetchval(f'SELECT count(*) FROM "{schema}".workers')
+    assert registered == 3  # serve's worker and the supervisor's two processes
+    listening = await db.fetchval(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND query ILIKE 'LISTEN%'"
+    )
+    assert listening == 0
+    applied = await db.fetchval(f'SELECT count(*) FROM "{schema}".jobqueue_migrations')
+    assert applied == len(migrations(schema))
+    workers.stop()
+    for output in (server.output, workers.output):
+        for problem in ("prepared statement", "Traceback", "[error"):
+            assert problem not in output, output

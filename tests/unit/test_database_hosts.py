@@ -73,6 +73,11 @@ def test_a_dsn_that_could_reach_a_standby_is_refused_in_one_line(dsn: str, messa
     with pytest.raises(ConfigError) as raised:
         config.load(environ={"DATABASE_URL": dsn})
     assert str(raised.value).startswith(message)
+    with pytest.raises(ConfigError) as raised:
+        config.load(environ={"JOBQUEUE_DIRECT_DATABASE_URL": dsn})
+    assert str(raised.value).startswith(
+        message.replace("DATABASE_URL", "JOBQUEUE_DIRECT_DATABASE_URL")
+    )
     assert "docs/failover.md" in str(raised.value)
     assert "\n" not in str(raised.value)
 

@@ -56,10 +56,17 @@ def add_service_commands(commands: Commands) -> None:
         cmd.set_defaults(run=run_service, roles=roles)
 
 
+WORKER_POOL_SIZE = 1
+
+
 def run_service(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     logs.configure(settings.log_level, settings.log_format)
     processes = config.positive_int("--processes", getattr(args, "processes", "1"))
+    if not args.roles.api and settings.pool_size is None:
+        # A worker alone: one connection, so a host's grow with its processes, not with
+        # their claims, completions and heartbeats (JOBQUEUE_POOL_SIZE says the cost).
+        settings = dataclasses.replace(settings, pool_size=WORKER_POOL_SIZE)
     if processes > 1:
         return supervisor.run(settings, processes)
     jq = load_jobqueue(settings.app)

@@ -33,7 +33,7 @@ PING_TIMEOUT = 5.0
 class Listener:
     def __init__(
         self,
-        dsn: str,
+        dsn: str | None,
         schema: str,
         channel: str,
         on_queue: Callable[[str | None], None],
@@ -56,12 +56,18 @@ class Listener:
         return self.listening.is_set()
 
     async def run(self) -> None:
+        """Listen until cancelled. Without a DSN (poll-only, see Settings.poll_only)
+        nothing listens: ``healthy`` stays False, and every user of it polls."""
+        dsn = self._dsn
+        if dsn is None:
+            await asyncio.Event().wait()
+            return
         backoff = 0.1
         while True:
             lost = asyncio.Event()
             conn: asyncpg.Connection | None = None
             try:
-                conn = await connect(self._dsn, "jobqueue-listener", command_timeout=PING_TIMEOUT)
+                conn = await connect(dsn, "jobqueue-listener", command_timeout=PING_TIMEOUT)
                 conn.add_termination_listener(lambda _, lost=lost: lost.set())
                 await conn.add_listener(self._channel, self._notified)
                 if self._cancel_channel is not None:

@@ -202,15 +202,22 @@ async def create_pool(
 
 
 async def connect(
-    dsn: str, application_name: str = "jobqueue", *, command_timeout: float | None = None
+    dsn: str,
+    application_name: str = "jobqueue",
+    *,
+    command_timeout: float | None = None,
+    pooler: bool = False,
 ) -> asyncpg.Connection:
     """A connection of its own. Without ``command_timeout`` a query may run as long as it
-    takes (a migration); only a dead link, noticed by the TCP options, ends it."""
+    takes (a migration); only a dead link, noticed by the TCP options, ends it.
+    ``pooler``: ``dsn`` is PgBouncer in transaction mode (see create_pool)."""
+    settings = {"application_name": application_name}
     conn = await connect_each_host(
         dsn,
         timeout=CONNECT_TIMEOUT,
         command_timeout=command_timeout,
-        server_settings={"application_name": application_name, **SESSION_SETTINGS},
+        server_settings=settings if pooler else settings | SESSION_SETTINGS,
+        statement_cache_size=0 if pooler else 100,
     )
     set_tcp_options(conn)
     return conn

@@ -61,8 +61,6 @@ class Queries:
     """Every query of the runtime, as text ready to run against one schema."""
 
     schema: str
-    advisory_lock: str
-    advisory_unlock: str
     audit_count: str
     audit_expire: str
     audit_insert: str
@@ -92,6 +90,7 @@ class Queries:
     leader_holder: str
     leader_resign: str
     list_jobs: str
+    migration_lock: str
     migrations_applied: str
     migrations_create: str
     migrations_record: str

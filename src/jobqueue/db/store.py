@@ -581,12 +581,9 @@ class Store:
     async def ping(self) -> None:
         await self.db.execute(self._q.ping)
 
-    async def advisory_lock(self, *, key: int) -> None:
-        """Wait for the session-level lock ``key``; held until unlocked or disconnected."""
-        await self.db.execute(self._q.advisory_lock, key)
-
-    async def advisory_unlock(self, *, key: int) -> None:
-        await self.db.execute(self._q.advisory_unlock, key)
+    async def migration_lock(self, *, key: int) -> None:
+        """Wait for the lock ``key``, held until this transaction ends."""
+        await self.db.execute(self._q.migration_lock, key)
 
     # -- API tokens ----------------------------------------------------------------------
 

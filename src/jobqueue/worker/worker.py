@@ -44,7 +44,7 @@ FINAL_FLUSH_SECONDS = 5.0
 @contextlib.asynccontextmanager
 async def in_process(
     pool: asyncpg.Pool,
-    dsn: str,
+    dsn: str | None,
     settings: Settings,
     tasks: Mapping[str, Task[Any, Any]],
     *,
@@ -100,14 +100,15 @@ class Worker:
     def __init__(
         self,
         pool: asyncpg.Pool,
-        dsn: str,
+        dsn: str | None,
         settings: Settings,
         tasks: Mapping[str, Task[Any, Any]],
         *,
         clock: Clock | None = None,
         relayed: bool = False,
     ) -> None:
-        """``clock``: the time its queries take as now (a test's; default the database's).
+        """``dsn``: where to LISTEN (None: poll-only, see Settings.poll_only).
+        ``clock``: the time its queries take as now (a test's; default the database's).
         ``relayed``: wake-ups come from the supervisor (jobqueue.wakeups), not from a
         LISTEN connection of this process's own."""
         for task in tasks.values():
