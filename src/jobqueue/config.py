@@ -156,14 +156,25 @@ def optional_text(name: str, raw: str) -> str | None:
     return raw.strip() or None
 
 
+def dsn(name: str, raw: str) -> str | None:
+    """A DSN, or None (unset); one that lists several hosts must say which to use."""
+    from jobqueue.db.hosts import failover_problem
+
+    value = optional_text(name, raw)
+    problem = None if value is None else failover_problem(value)
+    if problem is not None:
+        raise ConfigError(f"{name}: {problem} (docs/failover.md)")
+    return value
+
+
 # JOBQUEUE_DIRECT_DATABASE_URL's value for "there is no direct session" (poll-only).
 NO_DIRECT_SESSION = "none"
 
 
 def direct_url(name: str, raw: str) -> str | None:
-    """A DSN, NO_DIRECT_SESSION, or None (unset)."""
+    """A DSN (as ``dsn`` takes it), NO_DIRECT_SESSION, or None (unset)."""
     raw = raw.strip()
-    return NO_DIRECT_SESSION if raw.lower() == NO_DIRECT_SESSION else raw or None
+    return NO_DIRECT_SESSION if raw.lower() == NO_DIRECT_SESSION else dsn(name, raw)
 
 
 def trace_url(name: str, raw: str) -> str | None:
@@ -219,6 +230,7 @@ NONE_SPELLING: dict[Callable[[str, str], Any], str] = {
     retention: "forever",
     optional_seconds: "none",
     optional_text: "",
+    dsn: "",
     direct_url: "",
     optional_port: "",
     pool_size: "auto",
@@ -267,10 +279,15 @@ class Settings:
     )
     database_url: str | None = setting(
         "DATABASE_URL",
-        optional_text,
+        dsn,
         None,
         "PostgreSQL to use. Unset: an embedded PostgreSQL in JOBQUEUE_DATA_DIR, "
-        "started and stopped with the process (for development and single hosts).",
+        "started and stopped with the process (for development and single hosts). "
+        "It may list a primary and its standbys with target_session_attrs=read-write "
+        "(postgresql://db1,db2/jobs?target_session_attrs=read-write): connections go "
+        "to whichever accepts writes, so that a promoted standby is found by itself "
+        "(docs/failover.md); a host that does not answer delays each new connection "
+        "by up to the 5 s connect timeout, so list the likeliest primary first.",
     )
     direct_database_url: str | None = setting(
         "JOBQUEUE_DIRECT_DATABASE_URL",

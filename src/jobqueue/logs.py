@@ -25,7 +25,14 @@ def configure(level: str = "info", fmt: str = "console") -> None:
     renderer: structlog.types.Processor = (
         structlog.processors.JSONRenderer()
         if fmt == "json"
-        else structlog.dev.ConsoleRenderer(colors=False)
+        # Python's own traceback format, not rich's (the default once rich is
+        # installed): rich renders one traceback, with its frames' locals, in about a
+        # second of CPU on the thread that logs it, the event loop's. A database
+        # outage fails many attempts at once, each logged with its traceback: the
+        # worker and the API froze for seconds, and a failover took that much longer.
+        else structlog.dev.ConsoleRenderer(
+            colors=False, exception_formatter=structlog.dev.plain_traceback
+        )
     )
     numeric = _level = logging.getLevelNamesMapping()[level.upper()]
     structlog.configure(
@@ -51,3 +58,21 @@ def configure(level: str = "info", fmt: str = "console") -> None:
     root.setLevel(numeric)
     # Request lines for every job enqueued drown the job lines; ask for debug to see them.
     logging.getLogger("uvicorn.access").setLevel(max(numeric, logging.WARNING))
+    pool_log = logging.getLogger("asyncpg.pool")
+    if not any(isinstance(f, _WithoutTraceback) for f in pool_log.filters):
+        pool_log.addFilter(_WithoutTraceback())
+
+
+class _WithoutTraceback(logging.Filter):
+    """A record's exception as its message's end instead of a traceback. For asyncpg's
+    pool, which logs every failed attempt at reopening its minimum of connections with
+    one: during an outage, once a second or so per process, each a screenful of
+    asyncpg's internals for what jobqueue's own loops report in a line each."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None:
+            record.msg = f"{record.getMessage()}: {str(exc) or type(exc).__name__}"
+            record.args = None
+            record.exc_info = record.exc_text = None
+        return True

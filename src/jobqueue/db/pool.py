@@ -10,6 +10,7 @@ import asyncpg
 
 from jobqueue.config import Settings
 from jobqueue.db.embedded import EmbeddedPostgres
+from jobqueue.db.hosts import single_host_dsns
 
 T = TypeVar("T")
 
@@ -43,10 +44,11 @@ SESSION_SETTINGS = {
 # a connection that only waits (LISTEN, an idle one in the pool) hangs for good.
 # Each bound below turns that into an error that is retried like any outage.
 
-# Longest a connection attempt (TCP, TLS, authentication) may take. Default 5 s
-# (asyncpg's is 60 s): a healthy server takes milliseconds, a distant one well under
-# a second; during an outage a doomed attempt is given up soon enough for the next
-# one to succeed within seconds of the network's return.
+# Longest a connection attempt (TCP, TLS, authentication) may take, per host of the
+# DSN (db/hosts.py). Default 5 s (asyncpg's is 60 s): a healthy server takes
+# milliseconds, a distant one well under a second; during an outage a doomed attempt
+# is given up soon enough for the next one to succeed within seconds of the network's
+# return, and a silent first host of several delays a connection by that much.
 CONNECT_TIMEOUT = 5.0
 
 # A pooled query is abandoned by the client this long after the server's own
@@ -181,6 +183,7 @@ async def create_pool(
         dsn,
         min_size=min_size,
         max_size=max_size,
+        connect=connect_each_host,
         reset=keep_session,
         init=init_connection,
         timeout=CONNECT_TIMEOUT,
@@ -209,7 +212,7 @@ async def connect(
     takes (a migration); only a dead link, noticed by the TCP options, ends it.
     ``pooler``: ``dsn`` is PgBouncer in transaction mode (see create_pool)."""
     settings = {"application_name": application_name}
-    conn: asyncpg.Connection = await asyncpg.connect(
+    conn = await connect_each_host(
         dsn,
         timeout=CONNECT_TIMEOUT,
         command_timeout=command_timeout,
@@ -217,6 +220,32 @@ async def connect(
         statement_cache_size=0 if pooler else 100,
     )
     set_tcp_options(conn)
+    return conn
+
+
+async def connect_each_host(dsn: str, **options: Any) -> asyncpg.Connection:
+    """``asyncpg.connect(dsn, **options)``, host by host when ``dsn`` lists several: the
+    first that accepts (and suits its target_session_attrs) wins, each within its own
+    ``timeout``. At once an error that is no outage (a refused password says the same
+    on every host); else the last host's error, or a TimeoutError if a host took the
+    whole timeout: a caller that retries only what failed fast then does not wait it
+    out again at once (an enqueue answers 503 after one timeout, not four)."""
+    *others, last = single_host_dsns(dsn)
+    timed_out: TimeoutError | None = None
+    for one in others:
+        try:
+            return await asyncpg.connect(one, **options)
+        except TimeoutError as exc:
+            timed_out = exc
+        except Exception as exc:
+            if not is_unavailable(exc):
+                raise
+    try:
+        conn: asyncpg.Connection = await asyncpg.connect(last, **options)
+    except Exception as exc:
+        if timed_out is not None and is_unavailable(exc):
+            raise timed_out from exc
+        raise
     return conn
 
 
@@ -250,6 +279,9 @@ def is_unavailable(exc: BaseException) -> bool:
         asyncpg.AdminShutdownError,  # 57P01: pg_terminate_backend, a fast shutdown
         asyncpg.CrashShutdownError,
         asyncpg.TooManyConnectionsError,
+        # No host of the DSN suits its target_session_attrs: during a failover, the
+        # old primary gone (or read-only) and no standby promoted yet.
+        asyncpg.TargetServerAttributeNotMatched,
     )
     if pooler_refusal(exc) is not None:
         return False  # waiting would not help
