@@ -16,6 +16,7 @@ FULL_SCAN_SECONDS in any case.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -83,6 +84,8 @@ class Producer:
         self._resets = 0  # how many NOTIFYs sent claims back to the start
         self._full_scan_at = time.monotonic()
         self._wake = asyncio.Event()
+        # The listener is back: the database is, so a claim backing off tries again now.
+        self._reconnected = asyncio.Event()
         self._stopping = False
         self._turn = 0
         self.claims = 0  # statements run, for the stop log line
@@ -99,6 +102,7 @@ class Producer:
             self._resume.clear()
             self._resets += 1
             self._wake.set()
+            self._reconnected.set()
             self.signals.notified.fire((None, None))
             return
         queue, first_due = new_jobs(payload)
@@ -139,7 +143,9 @@ class Producer:
                     backoff = 0.1
                 except Exception as exc:
                     log_failure(log, exc, "claiming jobs failed", "claiming paused")
-                    await asyncio.sleep(backoff)
+                    self._reconnected.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._reconnected.wait(), backoff)
                     backoff = min(backoff * 2, 5.0)
                     continue
             self.signals.asleep.fire(None)
