@@ -39,6 +39,7 @@ from jobqueue.db.records import JobRow
 from jobqueue.db.store import Clock, Store
 from jobqueue.enqueuer import insert, on_pool, opened
 from jobqueue.job import RETRYABLE_STATES, Attempt, Job, JobStatus, QueueInfo, WorkerInfo
+from jobqueue.limits import control as queue_limits
 from jobqueue.observability import trace_context
 from jobqueue.retry import RetryPolicy
 from jobqueue.rows import Rows
@@ -472,19 +473,37 @@ class JobQueue:
 
     async def queues(self) -> builtins.list[QueueInfo]:
         """Every queue with jobs or controls, by name."""
-        return await (await self.store()).queues_overview()
+        store = await self.store()
+        limits = await store.queue_limits_overview()
+        return [
+            dataclasses.replace(q, limits=limits[q.name]) if q.name in limits else q
+            for q in await store.queues_overview()
+        ]
 
     async def queue(self, name: str) -> QueueInfo:
         """One queue; a queue with no job and no control shows zeros."""
         fields.check_options(queue=name)
-        found = await (await self.store()).queues_overview(name=name)
-        return found[0] if found else QueueInfo(name, 0, 0, 0, 0, 0, False, None, None)
+        store = await self.store()
+        found = await store.queues_overview(name=name)
+        queue = found[0] if found else QueueInfo(name, 0, 0, 0, 0, 0, False, None, None)
+        limits = await store.queue_limits_overview(name=name)
+        return dataclasses.replace(queue, limits=limits[name]) if name in limits else queue
 
     async def pause(self, name: str, *, by: Actor | None = None) -> QueueInfo:
         """Stop every worker from starting jobs of this queue (running ones finish);
         the queue keeps accepting jobs."""
         fields.check_options(queue=name)
         await control.pause(await self.store(), name, by=by)
+        return await self.queue(name)
+
+    async def set_limits(
+        self, name: str, *, by: Actor | None = None, **limits: int | str | None
+    ) -> QueueInfo:
+        """Set limits shared by every worker on queue ``name`` (docs/limits.md):
+        ``global_limit``, ``key_limit`` (jobs running at once), ``rate_limit``,
+        ``key_rate_limit`` (starts per period, "100/m"); None removes one."""
+        fields.check_options(queue=name)
+        await queue_limits.set_limits(await self.store(), name, limits, by=by)
         return await self.queue(name)
 
     async def resume(self, name: str, *, by: Actor | None = None) -> QueueInfo:

@@ -69,6 +69,7 @@ class Queries:
     audit_list: str
     cancel_jobs: str
     claim: str
+    claim_limited: str
     clock: str
     complete: str
     enqueue: str
@@ -91,6 +92,7 @@ class Queries:
     leader_elect: str
     leader_holder: str
     leader_resign: str
+    limit_lock: str
     list_jobs: str
     migrations_applied: str
     migrations_create: str
@@ -99,6 +101,9 @@ class Queries:
     priority_age: str
     progress: str
     queue_counts_fold: str
+    queue_limited: str
+    queue_limits_overview: str
+    queue_limits_set: str
     queue_minutes_prune: str
     queue_minutes_read: str
     queue_minutes_waits: str

@@ -46,6 +46,7 @@ from jobqueue.db.records import (
 )
 from jobqueue.db.sql import Queries, queries
 from jobqueue.job import Attempt, Job, JobStatus, QueueInfo, WorkerInfo
+from jobqueue.limits.model import LimitsInfo
 from jobqueue.tokens import StoredToken, TokenInfo
 
 
@@ -224,6 +225,20 @@ class Store:
         at = resume_at or (None, None, None)
         rows = await self.db.fetch(
             self._q.claim, queue, limit, worker_id, lease_seconds, self.clock.now(), *at
+        )
+        return [ClaimedJob.from_record(row) for row in rows]
+
+    async def limit_lock(self, *, queue: str) -> None:
+        """Wait for the claims of limited ``queue`` before this one (in a transaction)."""
+        await self.db.execute(self._q.limit_lock, queue)
+
+    async def claim_limited(
+        self, *, queue: str, limit: int, worker_id: str, lease_seconds: float
+    ) -> list[ClaimedJob]:
+        """Claim up to ``limit`` due jobs of ``queue`` within its limits; after
+        ``limit_lock`` in the same transaction (jobqueue.limits.claims)."""
+        rows = await self.db.fetch(
+            self._q.claim_limited, queue, limit, worker_id, lease_seconds, self.clock.now()
         )
         return [ClaimedJob.from_record(row) for row in rows]
 
@@ -505,6 +520,19 @@ class Store:
         """Every queue with jobs or controls (or the one named), from the counters."""
         records = await self.db.fetch(self._q.queues_overview, name, self.clock.now())
         return [QueueInfo(**dict(r.items())) for r in records]
+
+    async def queue_limited(self, *, queues: Sequence[str]) -> set[str]:
+        """Which of ``queues`` have limits shared by every worker."""
+        return {r["name"] for r in await self.db.fetch(self._q.queue_limited, list(queues))}
+
+    async def queue_limits_set(self, *, name: str, columns: str) -> None:
+        """Set the limits ``columns`` names (JSON text, migration 0020's columns)."""
+        await self.db.execute(self._q.queue_limits_set, name, columns, self.clock.now())
+
+    async def queue_limits_overview(self, *, name: str | None = None) -> dict[str, LimitsInfo]:
+        """Each limited queue's limits and their use, by queue name."""
+        records = await self.db.fetch(self._q.queue_limits_overview, name, self.clock.now())
+        return {r["name"]: LimitsInfo.from_record(r) for r in records}
 
     async def queue_counts_fold(self, *, limit: int) -> int:
         """Fold up to ``limit`` counter changes into the per-queue totals; return how many."""

@@ -145,6 +145,7 @@ class Worker:
             poll_interval=settings.poll_interval,
             notified_reliably=lambda: self.listener.healthy,
         )
+        self.completer.on_flushed = self.producer.outcomes_written
         self.listener: Listener | RelayedListener = (
             RelayedListener(self.producer.notified, on_cancel=self.executor.cancel)
             if relayed

@@ -1,0 +1,114 @@
+"""Limits shared by every worker (docs/limits.md), with 4 real worker processes of 10
+slots each: a ledger of when each attempt started and ended, by the database's clock,
+shows that no limit is ever exceeded and that every key progresses."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import asyncpg
+import pytest
+
+from jobqueue import JobQueue
+from tests.apps.limits_app import create_spans
+from tests.conftest import Process, Spawn
+
+WORKERS = 4
+SLOTS = 10
+
+pytestmark = pytest.mark.slow
+
+
+def start_workers(spawn: Spawn, env: dict[str, str], count: int = WORKERS) -> list[Process]:
+    env.update(JOBQUEUE_APP="limits_app:jq", WORKER_COUNT=str(SLOTS))
+    workers = [spawn(["worker"], env, name=f"worker{i}") for i in range(count)]
+    for w in workers:
+        w.wait_for_output("worker started")
+    return workers
+
+
+async def set_limits(dsn: str, schema: str, queue: str, **limits: Any) -> None:
+    async with JobQueue(dsn, schema=schema) as jq:
+        await jq.set_limits(queue, **limits)
+
+
+async def fill(
+    dsn: str, schema: str, queue: str, payloads: Sequence[dict[str, Any]], *, key: str | None = None
+) -> None:
+    """Jobs of the task named like ``queue``; ``key``: the payload field that is each
+    job's concurrency key."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        await create_spans(conn, schema)
+        await conn.execute(
+            f"""INSERT INTO "{schema}".jobs (type, queue, payload, concurrency_key)
+                SELECT $1, $1, p, CASE WHEN $3::text IS NOT NULL THEN p ->> $3 END
+                FROM unnest($2::jsonb[]) AS p""",
+            queue, [json.dumps(p) for p in payloads], key,
+        )  # fmt: skip
+    finally:
+        await conn.close()
+
+
+async def spans(dsn: str, schema: str) -> list[asyncpg.Record]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        return await conn.fetch(
+            f'SELECT job_id, key, started, ended FROM "{schema}".spans ORDER BY started'
+        )
+    finally:
+        await conn.close()
+
+
+def wait_spans(dsn: str, schema: str, jobs: int, timeout: float = 120) -> list[asyncpg.Record]:
+    """The ledger once ``jobs`` attempts have ended."""
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = asyncio.run(spans(dsn, schema))
+        if sum(r["ended"] is not None for r in rows) >= jobs:
+            return rows
+        assert time.monotonic() < deadline, f"{len(rows)} of {jobs} jobs ran"
+        time.sleep(0.2)
+
+
+def most_overlapping(rows: Sequence[asyncpg.Record]) -> int:
+    """The most attempts running at one instant. A start at the very time another
+    ended counts as overlapping it."""
+    events = sorted(
+        [(r["started"], 0) for r in rows] + [(r["ended"], 1) for r in rows if r["ended"]]
+    )
+    running = most = 0
+    for _, ended in events:
+        running += -1 if ended else 1
+        most = max(most, running)
+    return most
+
+
+def most_in_window(starts: Sequence[datetime], window: timedelta) -> int:
+    """The most starts within any window of ``window`` (half-open: (t - window, t])."""
+    ordered = sorted(starts)
+    most = first = 0
+    for last, at in enumerate(ordered):
+        while ordered[first] <= at - window:
+            first += 1
+        most = max(most, last - first + 1)
+    return most
+
+
+def test_global_limit_3_never_has_more_than_3_running(
+    pg_dsn: str, schema: str, env: dict[str, str], spawn: Spawn
+) -> None:
+    asyncio.run(set_limits(pg_dsn, schema, "limited", global_limit=3))
+    workers = start_workers(spawn, env)
+    asyncio.run(fill(pg_dsn, schema, "limited", [{"ms": 10 + i % 20} for i in range(500)]))
+    rows = wait_spans(pg_dsn, schema, 500)
+    for w in workers:
+        assert w.stop() == 0, w.output
+    assert len({r["job_id"] for r in rows}) == 500
+    assert most_overlapping(rows) == 3
+    print(f"\nglobal_limit=3: 500 jobs, at most {most_overlapping(rows)} running at once")
