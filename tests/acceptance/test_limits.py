@@ -112,3 +112,57 @@ def test_global_limit_3_never_has_more_than_3_running(
     assert len({r["job_id"] for r in rows}) == 500
     assert most_overlapping(rows) == 3
     print(f"\nglobal_limit=3: 500 jobs, at most {most_overlapping(rows)} running at once")
+
+
+async def enqueue_keyed(dsn: str, schema: str, payloads: Sequence[dict[str, Any]]) -> None:
+    """Jobs of the keyed task, whose key is their payload's tenant (as the app says)."""
+    async with JobQueue(dsn, schema=schema) as jq:
+        jq.task("keyed", queue="keyed", concurrency_key="tenant")(lambda payload: None)
+        conn = await asyncpg.connect(dsn)
+        try:
+            await create_spans(conn, schema)
+        finally:
+            await conn.close()
+        await jq.enqueue_many("keyed", payloads)
+
+
+def test_20_keys_with_limit_1_never_overlap_and_all_progress(
+    pg_dsn: str, schema: str, env: dict[str, str], spawn: Spawn
+) -> None:
+    asyncio.run(set_limits(pg_dsn, schema, "keyed", key_limit=1))
+    workers = start_workers(spawn, env)
+    payloads = [{"tenant": f"t{i % 20:02}", "ms": 10 + i % 15} for i in range(400)]
+    asyncio.run(enqueue_keyed(pg_dsn, schema, payloads))
+    rows = wait_spans(pg_dsn, schema, 400)
+    for w in workers:
+        assert w.stop() == 0, w.output
+    by_key: dict[str, list[asyncpg.Record]] = {}
+    for r in rows:
+        by_key.setdefault(r["key"], []).append(r)
+    assert sorted(by_key) == [f"t{i:02}" for i in range(20)]
+    assert {key: most_overlapping(spans) for key, spans in by_key.items()} == dict.fromkeys(
+        by_key, 1
+    )
+    assert {key: len(spans) for key, spans in by_key.items()} == dict.fromkeys(by_key, 20)
+    # Every key has started before a quarter of the jobs have ended: none waits for others.
+    quarter = sorted(r["ended"] for r in rows)[len(rows) // 4]
+    assert all(min(r["started"] for r in spans) < quarter for spans in by_key.values())
+    print(f"\nkey_limit=1: 20 keys, 400 jobs, at most {most_overlapping(rows)} running at once")
+
+
+def test_a_tenant_with_a_long_backlog_does_not_starve_one_with_a_few(
+    pg_dsn: str, schema: str, env: dict[str, str], spawn: Spawn
+) -> None:
+    # Each key may take every slot: only the order of the claims keeps small's turn.
+    asyncio.run(set_limits(pg_dsn, schema, "keyed", key_limit=4, global_limit=4))
+    big = [{"tenant": "big", "ms": 20} for _ in range(1000)]
+    small = [{"tenant": "small", "ms": 20} for _ in range(10)]
+    asyncio.run(enqueue_keyed(pg_dsn, schema, big + small))  # the big backlog first
+    workers = start_workers(spawn, env, count=2)
+    rows = wait_spans(pg_dsn, schema, 100)
+    for w in workers:
+        assert w.stop() == 0, w.output
+    ended = [r for r in rows if r["ended"] is not None]
+    small_done = [r for r in ended if r["key"] == "small"]
+    assert len(small_done) == 10, f"{len(small_done)} of small's 10 jobs ended"
+    assert most_overlapping(rows) <= 4

@@ -54,7 +54,7 @@ async def limited(payload: dict[str, Any], ctx: JobContext) -> None:
     await span(payload, ctx, "limited")
 
 
-@jq.task("keyed", queue="keyed")
+@jq.task("keyed", queue="keyed", concurrency_key="tenant")
 async def keyed(payload: dict[str, Any], ctx: JobContext) -> None:
     await span(payload, ctx, "keyed")
 

@@ -58,6 +58,7 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
 # The columns the enqueue queries write; the rest are the workers'.
 ENQUEUE_COLUMNS = (
     "type", "queue", "payload", "priority", "max_attempts", "run_at", "trace_context",
+    "concurrency_key",
 )  # fmt: skip
 
 # What the enqueue role reads of jobs: SELECT on the table is for INSERT ... RETURNING,

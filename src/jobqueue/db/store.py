@@ -139,7 +139,9 @@ class Store:
     # -- enqueueing --------------------------------------------------------------
 
     async def enqueue(self, *, row: JobRow) -> Job:
-        record = await self.db.fetchrow(self._q.enqueue, *_values(row), self.clock.now(), row.trace)
+        record = await self.db.fetchrow(
+            self._q.enqueue, *_values(row), self.clock.now(), row.trace, row.concurrency_key
+        )
         return Job.from_record(record)
 
     async def enqueue_rows(self, *, rows: Sequence[JobRow]) -> list[Job]:
@@ -155,21 +157,27 @@ class Store:
             [r.delay_seconds for r in rows],
         ]
         traces = [r.trace for r in rows]
+        keys = [r.concurrency_key for r in rows]
         return [
             Job.from_record(r)
-            for r in await self.db.fetch(self._q.enqueue_rows, *columns, now, traces)
+            for r in await self.db.fetch(self._q.enqueue_rows, *columns, now, traces, keys)
         ]
 
     async def enqueue_payloads(
-        self, *, options: JobOptions, payloads: Sequence[str], trace: str | None = None
+        self,
+        *,
+        options: JobOptions,
+        payloads: Sequence[str],
+        trace: str | None = None,
+        keys: Sequence[str | None] | None = None,
     ) -> list[int]:
         """One job per payload (JSON text), all with the same options and trace context
-        (JSON text, or None); their ids in order."""
+        (JSON text, or None); their ids in order. ``keys``: each one's concurrency key."""
         o = options
         records = await self.db.fetch(
             self._q.enqueue_payloads,
             o.type, o.queue, list(payloads), o.priority, o.max_attempts, o.run_at,
-            o.delay_seconds, self.clock.now(), trace,
+            o.delay_seconds, self.clock.now(), trace, None if keys is None else list(keys),
         )  # fmt: skip
         return [r[0] for r in records]
 
