@@ -166,3 +166,38 @@ def test_a_tenant_with_a_long_backlog_does_not_starve_one_with_a_few(
     small_done = [r for r in ended if r["key"] == "small"]
     assert len(small_done) == 10, f"{len(small_done)} of small's 10 jobs ended"
     assert most_overlapping(rows) <= 4
+
+
+async def starts(dsn: str, schema: str, queue: str) -> list[datetime]:
+    """When each of the queue's jobs started, as the jobs table says."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        rows = await conn.fetch(
+            f'SELECT started_at FROM "{schema}".jobs WHERE queue = $1 AND started_at IS NOT NULL',
+            queue,
+        )
+        return [r["started_at"] for r in rows]
+    finally:
+        await conn.close()
+
+
+def test_rate_50_per_second_for_10_seconds(
+    pg_dsn: str, schema: str, env: dict[str, str], spawn: Spawn
+) -> None:
+    asyncio.run(set_limits(pg_dsn, schema, "rated", rate_limit="50/s"))
+    asyncio.run(fill(pg_dsn, schema, "rated", [{"ms": 5} for _ in range(800)]))
+    workers = start_workers(spawn, env)
+    deadline = time.monotonic() + 60
+    while True:
+        started = sorted(asyncio.run(starts(pg_dsn, schema, "rated")))
+        if started and started[-1] - started[0] >= timedelta(seconds=11):
+            break
+        assert time.monotonic() < deadline, f"{len(started)} started"
+        time.sleep(0.5)
+    for w in workers:
+        assert w.stop() == 0, w.output
+    # The definition: no window of one second, wherever it lies, holds more than 50.
+    assert most_in_window(started, timedelta(seconds=1)) == 50
+    first_10s = [at for at in started if at < started[0] + timedelta(seconds=10)]
+    assert 495 <= len(first_10s) <= 505, len(first_10s)
+    print(f"\nrate 50/s: {len(first_10s)} starts in the first 10 s, at most 50 in any 1 s")

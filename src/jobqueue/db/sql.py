@@ -93,6 +93,7 @@ class Queries:
     leader_holder: str
     leader_resign: str
     limit_lock: str
+    limit_next_start: str
     list_jobs: str
     migrations_applied: str
     migrations_create: str

@@ -529,9 +529,17 @@ class Store:
         records = await self.db.fetch(self._q.queues_overview, name, self.clock.now())
         return [QueueInfo(**dict(r.items())) for r in records]
 
-    async def queue_limited(self, *, queues: Sequence[str]) -> set[str]:
-        """Which of ``queues`` have limits shared by every worker."""
-        return {r["name"] for r in await self.db.fetch(self._q.queue_limited, list(queues))}
+    async def queue_limited(self, *, queues: Sequence[str]) -> dict[str, bool]:
+        """Which of ``queues`` have limits shared by every worker: whether each has a rate."""
+        records = await self.db.fetch(self._q.queue_limited, list(queues))
+        return {r["name"]: r["rated"] for r in records}
+
+    async def limit_next_start(self, *, queue: str) -> float | None:
+        """Seconds until rate-limited ``queue`` may start a job again (None: now)."""
+        seconds: float | None = await self.db.fetchval(
+            self._q.limit_next_start, queue, self.clock.now()
+        )
+        return seconds
 
     async def queue_limits_set(self, *, name: str, columns: str) -> None:
         """Set the limits ``columns`` names (JSON text, migration 0020's columns)."""

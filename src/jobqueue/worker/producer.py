@@ -93,7 +93,8 @@ class Producer:
         self._wake = asyncio.Event()
         self._stopping = False
         self._turn = 0
-        self._limited: set[str] = set()  # queues with limits shared by every worker
+        # Queues with limits shared by every worker: whether each has a rate.
+        self._limited: dict[str, bool] = {}
         self._limited_at = 0.0  # when to read them again (monotonic)
         self._limited_short = False  # a limited queue gave fewer jobs than asked
         self.claims = 0  # statements run, for the stop log line
@@ -215,7 +216,10 @@ class Producer:
                         lease_seconds=self._lease_seconds,
                     )
                     self.on_claim(time.perf_counter() - started)
-                    self._limited_short = self._limited_short or len(jobs) < wanted
+                    if len(jobs) < wanted:
+                        self._limited_short = True
+                        if self._limited[queue]:
+                            await self._wake_at_rate(store, queue)
                     self._started(jobs)
                     more = more or len(jobs) == wanted
                     free -= len(jobs)
@@ -240,6 +244,12 @@ class Producer:
                 more = more or len(jobs) == wanted
                 free -= len(jobs)
         return more
+
+    async def _wake_at_rate(self, store: Store, queue: str) -> None:
+        """Wake when ``queue``'s rate lets a job start again, if before the next poll."""
+        seconds = await store.limit_next_start(queue=queue)
+        if seconds is not None and seconds < self._poll_interval:
+            asyncio.get_running_loop().call_later(max(seconds, 0.0), self._wake.set)
 
     def _started(self, jobs: Sequence[ClaimedJob]) -> None:
         self.claims += 1
