@@ -59,7 +59,7 @@ async def spans(dsn: str, schema: str) -> list[asyncpg.Record]:
     conn = await asyncpg.connect(dsn)
     try:
         return await conn.fetch(
-            f'SELECT job_id, key, started, ended FROM "{schema}".spans ORDER BY started'
+            f'SELECT job_id, attempt, key, started, ended FROM "{schema}".spans ORDER BY started'
         )
     finally:
         await conn.close()
