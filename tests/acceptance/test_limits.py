@@ -201,3 +201,25 @@ def test_rate_50_per_second_for_10_seconds(
     first_10s = [at for at in started if at < started[0] + timedelta(seconds=10)]
     assert 495 <= len(first_10s) <= 505, len(first_10s)
     print(f"\nrate 50/s: {len(first_10s)} starts in the first 10 s, at most 50 in any 1 s")
+
+
+async def stored_limits(dsn: str, schema: str, queue: str) -> Any:
+    async with JobQueue(dsn, schema=schema) as jq:
+        return (await jq.queue(queue)).limits
+
+
+def test_limits_from_the_environment_are_written_by_each_worker_as_it_starts(
+    pg_dsn: str, schema: str, env: dict[str, str], spawn: Spawn
+) -> None:
+    env["JOBQUEUE_LIMITS"] = "limited:global_limit=3;rated:rate_limit=50/s,key_limit=2"
+    [worker] = start_workers(spawn, env, count=1)
+    limited = asyncio.run(stored_limits(pg_dsn, schema, "limited"))
+    rated = asyncio.run(stored_limits(pg_dsn, schema, "rated"))
+    assert worker.stop() == 0, worker.output
+    assert (limited.global_limit, limited.rate_limit) == (3, None)
+    assert (rated.rate_limit, rated.key_limit) == ("50/s", 2)
+
+    env["JOBQUEUE_LIMITS"] = "limited:global_limit=lots"
+    bad = spawn(["worker"], env, name="bad")
+    assert bad.popen.wait(30) != 0
+    assert "JOBQUEUE_LIMITS: global_limit: must be an integer" in bad.output

@@ -9,7 +9,13 @@ from typing import Any
 from jobqueue import audit
 from jobqueue.audit import Action, Actor
 from jobqueue.db.store import Store
-from jobqueue.limits.model import changes_from
+from jobqueue.limits.model import changes_from, parse_entries
+
+
+async def declare(store: Store, entries: str) -> None:
+    """Write the limits JOBQUEUE_LIMITS declares (already checked by config)."""
+    for queue, given in parse_entries(entries).items():
+        await set_limits(store, queue, given)
 
 
 async def set_limits(

@@ -179,3 +179,24 @@ class LimitsInfo:
 
 def _rate_text(count: int | None, seconds: int | None) -> str | None:
     return None if count is None or seconds is None else str(Rate(count, seconds))
+
+
+def parse_entries(text: str) -> dict[str, dict[str, int | str | None]]:
+    """JOBQUEUE_LIMITS: ``mail:global_limit=5,rate_limit=100/m;tenants:key_limit=2``, as
+    the limits of each queue; ValueError naming what is wrong."""
+    entries: dict[str, dict[str, int | str | None]] = {}
+    for entry in filter(None, (e.strip() for e in text.split(";"))):
+        queue, sep, limits = entry.partition(":")
+        if not sep or not queue.strip() or not limits.strip():
+            raise ValueError(f"{entry!r} is not QUEUE:LIMIT=VALUE[,LIMIT=VALUE...]")
+        given: dict[str, int | str | None] = {}
+        for pair in limits.split(","):
+            name, eq, value = (part.strip() for part in pair.partition("="))
+            if not eq:
+                raise ValueError(f"{pair.strip()!r} in {entry!r} is not LIMIT=VALUE")
+            given[name] = (
+                value if name.endswith("rate_limit") or not value.isdigit() else int(value)
+            )
+        changes_from(given)  # every name and value checked
+        entries[queue.strip()] = given
+    return entries
