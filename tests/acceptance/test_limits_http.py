@@ -18,7 +18,8 @@ from tests.acceptance.test_limits import (
     start_workers,
     wait_spans,
 )
-from tests.conftest import Spawn
+from tests.acceptance.test_metrics import Scrape, wait_until
+from tests.conftest import Spawn, free_port
 
 
 @pytest.fixture
@@ -111,3 +112,30 @@ def test_a_limit_set_while_workers_run_holds_from_the_next_poll(
     ]
     assert at_once
     assert max(at_once) == 2, max(at_once)
+
+
+def test_metrics_carry_each_limit_its_use_and_the_jobs_it_holds_back(
+    pg_dsn: str, schema: str, env: dict[str, str], spawn: Spawn
+) -> None:
+    port = free_port()
+    env.update(JOBQUEUE_APP="limits_app:jq", JOBQUEUE_LIMITS="limited:global_limit=2")
+    worker = spawn(["worker", "--metrics-port", str(port)], env, name="worker")
+    worker.wait_for_output("worker started")
+    asyncio.run(fill(pg_dsn, schema, "limited", [{"ms": 30_000} for _ in range(12)]))
+    url = f"http://127.0.0.1:{port}/metrics"
+
+    def shown() -> tuple[bool, str]:
+        scrape = Scrape(url)
+        values = tuple(
+            scrape.total(name, queue="limited", limit="global")
+            for name in (
+                "jobqueue_queue_limit",
+                "jobqueue_queue_limit_in_use",
+                "jobqueue_queue_limit_waiting",
+            )
+        )
+        return values == (2, 2, 10), str(values)
+
+    wait_until(shown)
+    worker.popen.kill()
+    worker.popen.wait()
