@@ -97,6 +97,7 @@ class Producer:
         self._limited: dict[str, bool] = {}
         self._limited_at = 0.0  # when to read them again (monotonic)
         self._limited_short = False  # a limited queue gave fewer jobs than asked
+        self._writes = 0  # how many times outcomes were written, for a claim to compare
         self.claims = 0  # statements run, for the stop log line
         self.claimed = 0
         self.on_claim: Callable[[float], None] = lambda seconds: None  # a claim's time
@@ -108,6 +109,7 @@ class Producer:
     def outcomes_written(self) -> None:
         """This worker's finished jobs were written: they no longer count against a
         shared limit, so a limited queue held back by one may start more now."""
+        self._writes += 1
         if self._limited_short:
             self._wake.set()
 
@@ -207,6 +209,7 @@ class Producer:
                 if wanted <= 0:
                     continue  # at its limit: a finishing job of this queue wakes us
                 if queue in self._limited:
+                    writes = self._writes
                     started = time.perf_counter()
                     jobs = await limited_claims.claim(
                         store,
@@ -218,6 +221,8 @@ class Producer:
                     self.on_claim(time.perf_counter() - started)
                     if len(jobs) < wanted:
                         self._limited_short = True
+                        if self._writes != writes:  # during the claim: it may not have seen them
+                            self._wake.set()
                         if self._limited[queue]:
                             await self._wake_at_rate(store, queue)
                     self._started(jobs)
