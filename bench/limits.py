@@ -35,6 +35,7 @@ from typing import Any
 
 import asyncpg
 
+from jobqueue import logs
 from jobqueue.db.migrate import migrate
 from jobqueue.db.store import Store
 from jobqueue.limits import claims
@@ -47,6 +48,9 @@ ELSEWHERE = {  # limits on the queues the drained one shares its worker with
     "api": {"rate_limit": "100/m"},
     "tenants": {"key_limit": 2},
 }
+
+
+logs.configure("warning")  # migrate()'s lines would mix with the figures on stdout
 
 
 def progress(text: str) -> None:
@@ -154,7 +158,7 @@ async def drain(
 def workers(dsn: str, processes: int, src: str | None = None) -> Iterator[None]:
     """``processes`` workers of this code (or of the checkout ``src``)."""
     path = {"PYTHONPATH": src} if src else {}
-    env = {**os.environ, **path, "DATABASE_URL": dsn, "JOBQUEUE_LOG_LEVEL": os.environ.get("JQ_LOG", "warning"),
+    env = {**os.environ, **path, "DATABASE_URL": dsn, "JOBQUEUE_LOG_LEVEL": "warning",
            "JOBQUEUE_APP": "jobqueue.demo:jq", "JOBQUEUE_QUEUES": QUEUES,
            "WORKER_COUNT": "1000", "JOBQUEUE_METRICS": "off"}  # fmt: skip
     started = [

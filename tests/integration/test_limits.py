@@ -3,12 +3,17 @@ limits hold through pause, rescue, cancellation and retries (docs/limits.md)."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
+import asyncpg
 import pytest
 
 from jobqueue.app import JobQueue
 from jobqueue.db.records import ClaimedJob, Failure
+from jobqueue.db.sql import queries
 from jobqueue.db.store import Store
 from jobqueue.job import JobStatus
 from jobqueue.limits import claims
@@ -109,3 +114,45 @@ async def test_key_limits_and_key_rates(jq: JobQueue) -> None:
     assert await claim(jq, "tenants") == []
     jq.clock.advance(0.5)
     assert len(await claim(jq, "tenants")) == 2
+
+
+async def test_a_keyed_claim_steps_from_key_to_key_on_the_indexes(
+    db: asyncpg.Connection, schema: str
+) -> None:
+    """20,000 pending jobs over 1,000 keys behind 20,000 finished ones: a claim of 10
+    reads a few hundred buffers, whatever the backlog, and no table scan."""
+    await db.execute(f"""INSERT INTO "{schema}".queues (name, key_limit, global_limit)
+                         VALUES ('tenants', 1, 100), ('mail', NULL, 5)""")
+    await db.execute(
+        f"""INSERT INTO "{schema}".jobs (type, status, attempts, finished_at)
+            SELECT 'x', 'completed', 1, now() FROM generate_series(1, 20000)"""
+    )
+    await db.execute(
+        f"""INSERT INTO "{schema}".jobs (type, queue, concurrency_key)
+            SELECT 'x', 'tenants', 't' || (g % 1000) FROM generate_series(1, 20000) AS g
+            UNION ALL SELECT 'x', 'mail', NULL FROM generate_series(1, 2000)"""
+    )
+    await db.execute(f'ANALYZE "{schema}".jobs')
+    for queue in ("tenants", "mail"):
+        transaction = db.transaction()
+        await transaction.start()
+        try:
+            await db.execute(f"""UPDATE "{schema}".queues SET key_cursor = 't500'""")
+            plan = await db.fetchval(
+                "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + queries(schema).claim_limited,
+                queue, 10, "w", 60.0, None,
+            )  # fmt: skip
+        finally:
+            await transaction.rollback()
+        top = json.loads(plan)[0]["Plan"]
+        assert top["Actual Rows"] == (10 if queue == "tenants" else 5)
+        scans = {(n["Node Type"], n.get("Relation Name")) for n in nodes(top)}
+        assert ("Seq Scan", "jobs") not in scans, queue
+        assert ("Bitmap Heap Scan", "jobs") not in scans, queue
+        assert int(top["Shared Hit Blocks"]) + int(top["Shared Read Blocks"]) < 600, queue
+
+
+def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from nodes(child)

@@ -92,6 +92,7 @@ class Queries:
     leader_elect: str
     leader_holder: str
     leader_resign: str
+    limit_due: str
     limit_lock: str
     limit_next_start: str
     list_jobs: str

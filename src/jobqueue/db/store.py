@@ -236,6 +236,11 @@ class Store:
         )
         return [ClaimedJob.from_record(row) for row in rows]
 
+    async def limit_due(self, *, queue: str) -> bool:
+        """Whether limited ``queue`` has a due job (asked before taking its lock)."""
+        due: bool = await self.db.fetchval(self._q.limit_due, queue, self.clock.now())
+        return due
+
     async def limit_lock(self, *, queue: str) -> None:
         """Wait for the claims of limited ``queue`` before this one (in a transaction)."""
         await self.db.execute(self._q.limit_lock, queue)

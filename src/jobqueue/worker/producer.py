@@ -15,7 +15,8 @@ FULL_SCAN_SECONDS in any case.
 A queue with limits shared by every worker (jobqueue.limits: global_limit, key
 limits, rates) is claimed by jobqueue.limits.claims instead, under the queue's row
 lock. Which queues have such limits is read once per poll interval, so a queue
-without them never takes that lock. A limited queue that had fewer jobs to give
+without them never takes that lock, and one with no due job is passed over after one
+probe, without it. A limited queue that had fewer jobs to give
 than asked is claimed again once this worker's outcomes are written (a slot of the
 limit may have been freed), rather than at the next poll.
 """
@@ -209,6 +210,8 @@ class Producer:
                 if wanted <= 0:
                     continue  # at its limit: a finishing job of this queue wakes us
                 if queue in self._limited:
+                    if not await store.limit_due(queue=queue):
+                        continue  # nothing to start: no lock taken
                     writes = self._writes
                     started = time.perf_counter()
                     jobs = await limited_claims.claim(

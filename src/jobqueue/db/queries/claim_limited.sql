@@ -17,7 +17,9 @@
 -- A key gets at most its room (key_limit less its running jobs, the key rate less
 -- its starts); the walk steps from key to key on jobs_key_claim_idx, visiting at most
 -- 1,000 keys per claim (the next claim goes on from there). Jobs without a key are
--- limited by the queue's limits alone and come after the keyed ones.
+-- limited by the queue's limits alone and come after the keyed ones, taken from the
+-- first 1,000 due jobs in claim order (a claim never walks a whole keyed backlog to
+-- find one; as the backlog drains, they come to the front).
 -- $5 is "now": NULL for the database's clock, a time for a test's (db/store.py).
 WITH RECURSIVE q AS MATERIALIZED (
     SELECT q.global_limit, q.key_limit, q.rate_count, q.rate_period,
@@ -108,13 +110,20 @@ WITH RECURSIVE q AS MATERIALIZED (
         FOR UPDATE SKIP LOCKED
     ) AS picked
     LIMIT (SELECT n FROM room)
-), keyless AS (
+), keyless AS (  -- among the first 1,000 due jobs, so that a keyed backlog costs no walk
     SELECT j.id
     FROM {schema}.jobs AS j
-    WHERE j.status = 'pending' AND j.queue = $1 AND j.concurrency_key IS NULL
-      AND j.run_at <= (SELECT due FROM q) AND (SELECT keyed FROM q)
-    ORDER BY j.priority, j.run_at, j.id
-    LIMIT (SELECT n FROM room) - (SELECT count(*) FROM keyed)
+    WHERE j.id = ANY(ARRAY(
+            SELECT f.id
+            FROM (SELECT d.id, d.concurrency_key
+                  FROM {schema}.jobs AS d
+                  WHERE d.status = 'pending' AND d.queue = $1 AND d.run_at <= (SELECT due FROM q)
+                    AND (SELECT keyed FROM q)
+                  ORDER BY d.priority, d.run_at, d.id
+                  LIMIT 1000) AS f
+            WHERE f.concurrency_key IS NULL
+            LIMIT (SELECT n FROM room) - (SELECT count(*) FROM keyed)))
+      AND j.status = 'pending'
     FOR UPDATE SKIP LOCKED
 ), claimed AS (
     UPDATE {schema}.jobs AS j
