@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import Any, ClassVar
 
 PERIODS = {"s": 1, "m": 60, "h": 3600}
@@ -31,10 +30,6 @@ class Rate:
                 return f"{self.count}/{unit}" if n == 1 else f"{self.count}/{n}{unit}"
         raise AssertionError("a period is a whole number of seconds")  # pragma: no cover
 
-    @property
-    def period(self) -> timedelta:
-        return timedelta(seconds=self.seconds)
-
 
 def parse_rate(text: str, field: str = "rate_limit") -> Rate:
     """``"100/m"`` (also ``/s``, ``/h``, and ``"5/10s"``) as a Rate; ValueError naming
@@ -42,7 +37,8 @@ def parse_rate(text: str, field: str = "rate_limit") -> Rate:
     found = _RATE.match(text) if isinstance(text, str) else None
     if found is None:
         raise ValueError(
-            f"{field}: must be N/s, N/m or N/h (N starts per second, minute or hour), got {text!r}"
+            f"{field}: must be N/s, N/m or N/h (N starts per second, minute or hour; "
+            f"N/10s for 10 seconds), got {text!r}"
         )
     count, multiple, unit = int(found[1]), int(found[2] or 1), found[3]
     if not 1 <= count <= MAX_COUNT or multiple < 1:
@@ -54,20 +50,6 @@ def check_count(value: Any, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_COUNT:
         raise ValueError(f"{field}: must be an integer from 1 to {MAX_COUNT}, got {value!r}")
     return int(value)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class QueueLimits:
-    """A queue's limits; None: no such limit."""
-
-    global_limit: int | None = None
-    key_limit: int | None = None
-    rate_limit: Rate | None = None
-    key_rate_limit: Rate | None = None
-
-    @property
-    def any(self) -> bool:
-        return any(getattr(self, name) is not None for name in LIMIT_FIELDS)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
