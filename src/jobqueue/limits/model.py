@@ -176,9 +176,8 @@ def parse_entries(text: str) -> dict[str, dict[str, int | str | None]]:
             name, eq, value = (part.strip() for part in pair.partition("="))
             if not eq:
                 raise ValueError(f"{pair.strip()!r} in {entry!r} is not LIMIT=VALUE")
-            given[name] = (
-                value if name.endswith("rate_limit") or not value.isdigit() else int(value)
-            )
+            counted = value.isdigit() and not name.endswith("rate_limit")
+            given[name] = None if value.lower() == "none" else int(value) if counted else value
         changes_from(given)  # every name and value checked
         entries[queue.strip()] = given
     return entries
