@@ -71,7 +71,7 @@ async def test_the_overview_shows_and_edits_a_queues_limits(jq: JobQueue) -> Non
             "/jobs/queues/mail/limits", data={**form, "rate_limit": "10 a day"}
         )
         assert refused.status_code == 422
-        assert "rate: must be N/s" in refused.text
+        assert "must be N/s, N/m or N/h" in refused.text
         unchanged = (await jq.queue("mail")).limits
         assert unchanged == limits
         forged = await browser.post("/jobs/queues/mail/limits", data={**form, "csrf": "x"})

@@ -22,7 +22,11 @@ router = APIRouter()
 
 
 def _rate(text: str) -> str:
-    return str(parse_rate(text, "rate"))
+    """The rate as stored ("100/m"); the error leaves the field's name to pydantic's loc."""
+    try:
+        return str(parse_rate(text, "rate"))
+    except ValueError as exc:
+        raise ValueError(str(exc).removeprefix("rate: ")) from None
 
 
 Count = Annotated[int, Field(ge=1, le=MAX_COUNT)]
