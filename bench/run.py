@@ -9,6 +9,7 @@ JSON. It is not a test: nothing here asserts a time.
     jobqueue bench --compare pgqueuer,procrastinate  # peers measured in the same run
     jobqueue bench --quick --json                    # a tenth of each workload, as JSON
     jobqueue bench --only pressure --runs 1          # a held xmin at 200 jobs/s, ~4 minutes
+    jobqueue bench --only limits                     # what shared limits cost (bench/limits.py)
 """
 
 from __future__ import annotations
@@ -132,6 +133,11 @@ def main(argv: list[str] | None = None) -> int:
             figures = {"machine": machine(dsn)} | measure(systems, dsns, chosen, args.runs)
         if "wakeup" in args.only.split(","):
             figures["systems"]["jobqueue"].update(wakeup_latency(dsns["jobqueue"], args.runs))
+        if "limits" in args.only.split(","):  # only when named
+            limits_figures = runpy.run_path(str(HERE / "limits.py"))["limits_figures"]
+            figures["systems"]["jobqueue"].update(
+                limits_figures(dsns["jobqueue"], args.runs, 0.1 if args.quick else 1.0)
+            )
         if "connections" in args.only.split(","):  # minutes long: only when named
             figures["systems"]["jobqueue"].update(connection_budget(dsns["jobqueue"], args.runs))
         if not args.only or "enqueue_http" in args.only.split(","):

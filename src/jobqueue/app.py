@@ -39,6 +39,7 @@ from jobqueue.db.records import JobRow
 from jobqueue.db.store import Clock, Store
 from jobqueue.enqueuer import insert, on_pool, opened
 from jobqueue.job import RETRYABLE_STATES, Attempt, Job, JobStatus, QueueInfo, WorkerInfo
+from jobqueue.limits import control as queue_limits
 from jobqueue.observability import trace_context
 from jobqueue.retry import RetryPolicy
 from jobqueue.rows import Rows
@@ -107,6 +108,7 @@ class JobQueue:
         retry: RetryPolicy | None = None,
         cron: str | None = None,
         cron_timezone: str = "UTC",
+        concurrency_key: str | None = None,
     ) -> TaskDecorator:
         """Register the decorated function (sync or async) as the handler of ``type``,
         and return it as a Task (see jobqueue.task: typed payloads, ``.enqueue()``).
@@ -118,6 +120,8 @@ class JobQueue:
         default: exponential backoff from RETRY_DELAY_SECONDS.
         ``cron``: also enqueue a job of this type at every tick of this cron expression,
         read in ``cron_timezone`` (see jobqueue.maintenance.scheduler).
+        ``concurrency_key``: the payload field whose value is each job's concurrency
+        key, for the queue's key limits (docs/limits.md).
         """
         return task_decorator(
             self.tasks,
@@ -131,6 +135,7 @@ class JobQueue:
             retry=retry,
             cron=cron,
             cron_timezone=cron_timezone,
+            concurrency_key=concurrency_key,
         )
 
     def queue_names(self) -> set[str]:
@@ -231,6 +236,7 @@ class JobQueue:
         unique_key: str | None = None,
         unique_for: float | None = None,
         conn: AppConnection | None = None,
+        concurrency_key: str | None = None,
     ) -> Job:
         """Store a new job and return it.
 
@@ -249,6 +255,9 @@ class JobQueue:
         When the database cannot be reached (without ``conn``): EnqueueFailed if nothing
         was stored, EnqueueOutcomeUnknown if the connection died once the job was sent,
         so that it may be stored; retry that one with a ``unique_key`` (jobqueue.errors).
+
+        ``concurrency_key``: the job's key for its queue's key limits (default: the
+        value of its task's ``concurrency_key`` payload field; docs/limits.md).
         """
         fields.check_options(unique_key=unique_key, unique_for=unique_for)
         row = self._rows.row(
@@ -260,6 +269,7 @@ class JobQueue:
             run_at=run_at,
             delay_seconds=delay_seconds,
             trace=trace_context.recorded(),
+            concurrency_key=concurrency_key,
         )
         job, _ = await self._insert(row, unique_key, unique_for, conn)
         if self.after_enqueue is not None and conn is None:
@@ -325,9 +335,11 @@ class JobQueue:
             delay_seconds=delay_seconds,
         )
         encoded = []
+        keys = []
         for i, payload in enumerate(payloads):
             try:
                 encoded.append(self._rows.payload(options.type, payload))
+                keys.append(self._rows.concurrency_key(options.type, encoded[-1]))
             except ValueError as exc:
                 raise ValueError(f"payloads[{i}]: {exc}") from exc
         if not encoded:
@@ -335,7 +347,12 @@ class JobQueue:
         trace = trace_context.recorded(bulk=True)
         ids = await self._write(
             conn,
-            lambda store: store.enqueue_payloads(options=options, payloads=encoded, trace=trace),
+            lambda store: store.enqueue_payloads(
+                options=options,
+                payloads=encoded,
+                trace=trace,
+                keys=keys if any(k is not None for k in keys) else None,
+            ),
         )
         observability.enqueued([options], len(ids))
         if self.after_enqueue is not None and conn is None:
@@ -472,19 +489,37 @@ class JobQueue:
 
     async def queues(self) -> builtins.list[QueueInfo]:
         """Every queue with jobs or controls, by name."""
-        return await (await self.store()).queues_overview()
+        store = await self.store()
+        limits = await store.queue_limits_overview()
+        return [
+            dataclasses.replace(q, limits=limits[q.name]) if q.name in limits else q
+            for q in await store.queues_overview()
+        ]
 
     async def queue(self, name: str) -> QueueInfo:
         """One queue; a queue with no job and no control shows zeros."""
         fields.check_options(queue=name)
-        found = await (await self.store()).queues_overview(name=name)
-        return found[0] if found else QueueInfo(name, 0, 0, 0, 0, 0, False, None, None)
+        store = await self.store()
+        found = await store.queues_overview(name=name)
+        queue = found[0] if found else QueueInfo(name, 0, 0, 0, 0, 0, False, None, None)
+        limits = await store.queue_limits_overview(name=name)
+        return dataclasses.replace(queue, limits=limits[name]) if name in limits else queue
 
     async def pause(self, name: str, *, by: Actor | None = None) -> QueueInfo:
         """Stop every worker from starting jobs of this queue (running ones finish);
         the queue keeps accepting jobs."""
         fields.check_options(queue=name)
         await control.pause(await self.store(), name, by=by)
+        return await self.queue(name)
+
+    async def set_limits(
+        self, name: str, *, by: Actor | None = None, **limits: int | str | None
+    ) -> QueueInfo:
+        """Set limits shared by every worker on queue ``name`` (docs/limits.md):
+        ``global_limit``, ``key_limit`` (jobs running at once), ``rate_limit``,
+        ``key_rate_limit`` (starts per period, "100/m"); None removes one."""
+        fields.check_options(queue=name)
+        await queue_limits.set_limits(await self.store(), name, limits, by=by)
         return await self.queue(name)
 
     async def resume(self, name: str, *, by: Actor | None = None) -> QueueInfo:
@@ -508,6 +543,7 @@ class JobQueue:
         unique_key: str | None = None,
         unique_for: float | None = None,
         conn: Any = None,
+        concurrency_key: str | None = None,
     ) -> Job:
         """``enqueue`` for code without an event loop (scripts, WSGI apps, threads).
 
@@ -522,6 +558,7 @@ class JobQueue:
             max_attempts=max_attempts,
             run_at=run_at,
             delay_seconds=delay_seconds,
+            concurrency_key=concurrency_key,
         )
         if conn is None:
             return self._sync.run(

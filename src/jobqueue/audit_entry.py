@@ -18,6 +18,7 @@ class Action(enum.StrEnum):
     JOBS_CANCEL = "jobs.cancel"  # by filter
     QUEUE_PAUSE = "queue.pause"
     QUEUE_RESUME = "queue.resume"
+    QUEUE_LIMITS = "queue.limits"  # its shared limits set (the filter says which)
     TOKEN_CREATE = "token.create"
     TOKEN_REVOKE = "token.revoke"
 

@@ -213,6 +213,18 @@ def tracing_mode(name: str, raw: str) -> str:
     return mode
 
 
+def limit_entries(name: str, raw: str) -> str | None:
+    from jobqueue.limits.model import parse_entries
+
+    if not raw.strip():
+        return None
+    try:
+        parse_entries(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc}") from exc
+    return raw.strip()
+
+
 def cron_entries(name: str, raw: str) -> str | None:
     from jobqueue.cron import parse_entries
 
@@ -235,6 +247,7 @@ NONE_SPELLING: dict[Callable[[str, str], Any], str] = {
     optional_port: "",
     pool_size: "auto",
     cron_entries: "",
+    limit_entries: "",
     trace_url: "",
 }
 
@@ -407,6 +420,16 @@ class Settings:
         "Periodic jobs besides those declared on tasks: `type=cron expression[@time zone]`, "
         "separated by `;`, e.g. `report=0 9 * * 1-5@Europe/Paris;cleanup=*/10 * * * *`. "
         "The leader enqueues one job per tick.",
+    )
+    limits: str | None = setting(
+        "JOBQUEUE_LIMITS",
+        limit_entries,
+        None,
+        "Limits shared by every worker of a queue, written by each worker as it starts: "
+        "`QUEUE:LIMIT=VALUE,...` separated by `;`, e.g. "
+        "`mail:global_limit=5;api:rate_limit=100/m;tenants:key_limit=2` (docs/limits.md). "
+        "Unset leaves the stored limits as they are (PATCH /queues/NAME, `jobqueue queues "
+        "limit`); set, a worker's start overrides a limit changed at run time.",
     )
     retain_completed: float | None = setting(
         "JOBQUEUE_RETAIN_COMPLETED",

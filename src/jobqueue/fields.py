@@ -21,6 +21,7 @@ INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 MAX_ATTEMPTS_LIMIT = 1000
 MAX_DELAY_SECONDS = 10 * 365 * 86400
 UNIQUE_KEY_MAX_LENGTH = 255
+CONCURRENCY_KEY_MAX_LENGTH = 255
 
 _QUEUE = re.compile(QUEUE_PATTERN)
 
@@ -115,3 +116,21 @@ def check_options(
 
 def _is_int_in(value: Any, low: int, high: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def check_concurrency_key(key: Any, field: str = "concurrency_key") -> str | None:
+    """A job's concurrency key as stored: text of 1 to 255 characters; a payload
+    field's number is taken as its text. ValueError naming ``field`` otherwise."""
+    if key is None:
+        return None
+    if isinstance(key, int) and not isinstance(key, bool):
+        key = str(key)
+    if not isinstance(key, str) or not 1 <= len(key) <= CONCURRENCY_KEY_MAX_LENGTH:
+        raise ValueError(
+            f"{field}: must be text of 1 to {CONCURRENCY_KEY_MAX_LENGTH} characters "
+            f"(or an integer), got {key!r}"
+        )
+    try:
+        return storable(key)
+    except ValueError as exc:
+        raise ValueError(f"{field}: {exc}") from exc

@@ -13,6 +13,8 @@ import json
 from datetime import datetime
 from typing import Any, ClassVar
 
+from jobqueue.limits.model import LimitsInfo
+
 
 class JobStatus(enum.StrEnum):
     """``pending`` → ``running`` → ``completed`` | ``failed`` | ``cancelled``.
@@ -256,3 +258,6 @@ class QueueInfo:
     paused_at: datetime | None
     oldest_pending_seconds: float | None
     """How long the longest-waiting due job has waited; None when none is due."""
+    limits: LimitsInfo | None = None
+    """Its limits shared by every worker, their use and the jobs they hold back; None
+    when it has none (docs/limits.md)."""

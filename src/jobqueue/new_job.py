@@ -69,6 +69,18 @@ class NewJob(BaseModel):
         default=None, description="Do not start before this many seconds from now."
     )
 
+    concurrency_key: (
+        Annotated[
+            str,
+            StringConstraints(min_length=1, max_length=fields.CONCURRENCY_KEY_MAX_LENGTH),
+            AfterValidator(fields.storable),
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="Its concurrency key, for its queue's key limits (default: the value of "
+        "its task's concurrency_key payload field); see the Limits guide.",
+    )
     unique_key: (
         Annotated[
             str,

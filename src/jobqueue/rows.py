@@ -37,8 +37,10 @@ class Rows:
         run_at: datetime | None,
         delay_seconds: float | None,
         trace: str | None = None,
+        concurrency_key: str | None = None,
     ) -> JobRow:
-        """``trace``: the trace context to record (observability/trace_context.py)."""
+        """``trace``: the trace context to record (observability/trace_context.py).
+        ``concurrency_key``: the job's key, else the one its task's payload field gives."""
         options = self.options(
             type,
             queue=queue,
@@ -47,6 +49,7 @@ class Rows:
             run_at=run_at,
             delay_seconds=delay_seconds,
         )
+        encoded = self.payload(options.type, payload)
         return JobRow(
             options.type,
             options.queue,
@@ -54,8 +57,9 @@ class Rows:
             options.max_attempts,
             options.run_at,
             options.delay_seconds,
-            self.payload(options.type, payload),
+            encoded,
             trace,
+            self.concurrency_key(options.type, encoded, concurrency_key),
         )
 
     def row_of(self, spec: NewJob, trace: str | None = None) -> JobRow:
@@ -69,6 +73,7 @@ class Rows:
             run_at=spec.run_at,
             delay_seconds=spec.delay_seconds,
             trace=trace,
+            concurrency_key=spec.concurrency_key,
         )
 
     def options(
@@ -93,6 +98,17 @@ class Rows:
             self._tasks.get(type), self._settings, queue, priority, max_attempts
         )
         return JobOptions(type, queue, priority, max_attempts, run_at, delay_seconds)
+
+    def concurrency_key(self, type: str, payload: str, given: str | None = None) -> str | None:
+        """The key ``given``, else the value of the payload field (JSON text) that the
+        task names as its key, else None (docs/limits.md)."""
+        if given is not None:
+            return fields.check_concurrency_key(given)
+        task = self._tasks.get(type)
+        if task is None or task.concurrency_key is None:
+            return None
+        value = json.loads(payload).get(task.concurrency_key)
+        return fields.check_concurrency_key(value, f"payload.{task.concurrency_key}")
 
     def payload(self, type: str, payload: Any) -> str:
         """The payload to store, as JSON: checked against the task's payload type, if it

@@ -82,6 +82,7 @@ def task_decorator(
     retry: RetryPolicy | None,
     cron: str | None,
     cron_timezone: str,
+    concurrency_key: str | None = None,
 ) -> TaskDecorator:
     """``JobQueue.task``: the options checked now, and a decorator that registers its
     function in ``tasks`` as the handler of ``type``."""
@@ -92,13 +93,16 @@ def task_decorator(
     if retry is not None and not callable(retry):
         raise ValueError(f"retry must be a callable (attempt) -> seconds, got {retry!r}")
     schedule = None if cron is None else Schedule(type, cron, cron_timezone)
+    if concurrency_key is not None and not (isinstance(concurrency_key, str) and concurrency_key):
+        raise ValueError(f"concurrency_key must name a payload field, got {concurrency_key!r}")
 
     def register(fn: Callable[..., Any]) -> Task[Any, Any]:
         if type in tasks:
             raise ValueError(f"a handler for job type {type!r} is already registered")
         task: Task[Any, Any] = Task(
-            type, fn, jobqueue, queue, max_attempts, priority, timeout, isolated, retry, schedule
-        )
+            type, fn, jobqueue, queue, max_attempts, priority, timeout, isolated, retry, schedule,
+            concurrency_key,
+        )  # fmt: skip
         if isolated and task.is_async:
             raise ValueError("isolated=True is for sync handlers; async ones are cancelled")
         tasks[type] = task
@@ -143,6 +147,8 @@ class Task(Generic[M, R]):
     isolated: bool = False
     retry: RetryPolicy | None = None
     schedule: Schedule | None = None
+    # The payload field whose value is each job's concurrency key (docs/limits.md).
+    concurrency_key: str | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> R:
         return self.fn(*args, **kwargs)

@@ -82,6 +82,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("post", "/jobs/batch"): {"jobs": [{"type": "noop"}]},
     ("post", "/jobs/cancel"): {},
     ("post", "/jobs/retry"): {},
+    ("patch", "/queues/{name}"): {"global_limit": 5},
 }
 
 # What the token restricted to queue "other" gets on a job or queue of "default":
@@ -95,6 +96,7 @@ OTHER_QUEUE = {
     ("post", "/jobs/{id}/cancel"): 404,
     ("post", "/queues/{name}/pause"): 403,
     ("post", "/queues/{name}/resume"): 403,
+    ("patch", "/queues/{name}"): 403,
 }
 
 

@@ -180,7 +180,7 @@ async def test_queues_from_the_cli(env: dict[str, str], jq: JobQueue) -> None:
     assert out.returncode == 0, out.stderr
     header, row = (line.split() for line in out.stdout.splitlines())
     assert header == ["QUEUE", "PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED",
-                      "OLDEST", "STATE"]  # fmt: skip
+                      "OLDEST", "STATE", "LIMITS"]  # fmt: skip
     assert row[:6] == ["mail", "1", "0", "0", "0", "0"]
     assert row[6].endswith("s")
     assert row[7] == "paused"
@@ -190,6 +190,29 @@ async def test_queues_from_the_cli(env: dict[str, str], jq: JobQueue) -> None:
     bad = jobqueue(env, "queues", "pause", "no spaces")
     assert (bad.returncode, bad.stderr.count("\n")) == (2, 1)
     assert bad.stderr.startswith("jobqueue: error: queue: must match")
+
+
+async def test_queue_limits_from_the_cli(env: dict[str, str], jq: JobQueue) -> None:
+    out = jobqueue(env, "queues", "limit", "mail", "--global-limit", "5", "--rate-limit", "10/s")
+    assert out.returncode == 0, out.stderr
+    row = out.stdout.splitlines()[1]
+    assert row.split()[:2] == ["mail", "0"]
+    assert row.endswith("global 0/5 rate 0/10/s")
+    cleared = jobqueue(env, "queues", "limit", "mail", "--rate-limit", "none", "--json")
+    [shown] = json.loads(cleared.stdout)
+    assert (shown["limits"]["global_limit"], shown["limits"]["rate_limit"]) == (5, None)
+    assert (await jq.queue("mail")).limits == (await jq.queues())[0].limits
+    for flags, message in [
+        (["--rate-limit", "10/d"], "jobqueue: error: rate_limit: must be N/s"),
+        (["--global-limit", "many"], "jobqueue: error: --global-limit: must be a whole number"),
+        ([], "jobqueue: error: queues limit: give at least one of"),
+    ]:
+        bad = jobqueue(env, "queues", "limit", "mail", *flags)
+        assert (bad.returncode, bad.stderr.count("\n")) == (2, 1), bad.stderr
+        assert bad.stderr.startswith(message), bad.stderr
+    limits = (await jq.queue("mail")).limits
+    assert limits is not None
+    assert (limits.global_limit, limits.rate_limit) == (5, None)  # nothing stored on a refusal
 
 
 def test_the_queue_flag_sets_limits(spawn: Spawn, env: dict[str, str]) -> None:

@@ -47,6 +47,37 @@ async def test_mounted_under_jobs_it_pauses_a_queue_and_wants_csrf(jq: JobQueue)
         assert (await jq.queue("mail")).paused
 
 
+async def test_the_overview_shows_and_edits_a_queues_limits(jq: JobQueue) -> None:
+    await jq.enqueue("report", queue="mail")
+    app = FastAPI()
+    app.mount("/jobs", ui.app(jq, open_without_tokens=True))
+    async with client(app) as browser:
+        page = await browser.get("/jobs/")
+        assert 'action="/jobs/queues/mail/limits"' in page.text
+        csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', page.text)
+        assert csrf is not None
+        form = {"csrf": csrf[1], "next": "/", "global_limit": "4", "rate_limit": "10/s",
+                "key_limit": "", "key_rate_limit": ""}  # fmt: skip
+        done = await browser.post("/jobs/queues/mail/limits", data=form)
+        assert (done.status_code, done.headers["location"]) == (303, "/jobs/")
+        limits = (await jq.queue("mail")).limits
+        assert limits is not None
+        assert (limits.global_limit, limits.rate_limit, limits.key_limit) == (4, "10/s", None)
+        page = await browser.get("/jobs/")
+        assert "0 / 4 running" in page.text
+        assert "0 / 10/s started" in page.text
+
+        refused = await browser.post(
+            "/jobs/queues/mail/limits", data={**form, "rate_limit": "10 a day"}
+        )
+        assert refused.status_code == 422
+        assert "must be N/s, N/m or N/h" in refused.text
+        unchanged = (await jq.queue("mail")).limits
+        assert unchanged == limits
+        forged = await browser.post("/jobs/queues/mail/limits", data={**form, "csrf": "x"})
+        assert forged.status_code == 403
+
+
 async def test_mounted_without_being_told_it_asks_for_a_token(jq: JobQueue) -> None:
     app = FastAPI()
     app.mount("/jobs", ui.app(jq))

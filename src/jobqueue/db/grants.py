@@ -30,7 +30,8 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         "job_logs": "SELECT, INSERT, UPDATE",
         "workers": "SELECT, INSERT, UPDATE, DELETE",
         "leader": "SELECT, INSERT, UPDATE, DELETE",
-        "queues": "SELECT",
+        "queues": "SELECT, UPDATE",  # a limited queue's claims lock its row (limit_lock.sql)
+        "queue_starts": "SELECT, INSERT, DELETE",  # rate-limited queues' starts
         "queue_totals": "SELECT, INSERT, UPDATE",  # the fold of counter changes
         "queue_count_changes": "SELECT, UPDATE, DELETE",
         "unique_keys": "SELECT, UPDATE, DELETE",  # forgetting expired keys
@@ -43,7 +44,8 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         "job_attempts": "SELECT",
         "job_logs": "SELECT",
         "workers": "SELECT",
-        "queues": "SELECT, INSERT, UPDATE",  # pause, resume
+        "queues": "SELECT, INSERT, UPDATE",  # pause, resume, limits
+        "queue_starts": "SELECT",  # a rate limit's use (GET /queues)
         "queue_totals": "SELECT",
         "queue_count_changes": "SELECT",
         "api_tokens": "SELECT, INSERT, UPDATE",  # checked, created, revoked
@@ -56,6 +58,7 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
 # The columns the enqueue queries write; the rest are the workers'.
 ENQUEUE_COLUMNS = (
     "type", "queue", "payload", "priority", "max_attempts", "run_at", "trace_context",
+    "concurrency_key",
 )  # fmt: skip
 
 # What the enqueue role reads of jobs: SELECT on the table is for INSERT ... RETURNING,

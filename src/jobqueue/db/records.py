@@ -36,6 +36,8 @@ class JobRow(JobOptions):
     payload: str
     # The trace context to record, as JSON text (observability/trace_context.py); None: none.
     trace: str | None = None
+    # Its concurrency key (docs/limits.md); None: none.
+    concurrency_key: str | None = None
 
 
 class ClaimKey(NamedTuple):

@@ -67,6 +67,7 @@ class Queries:
     audit_list: str
     cancel_jobs: str
     claim: str
+    claim_limited: str
     clock: str
     complete: str
     enqueue: str
@@ -89,6 +90,9 @@ class Queries:
     leader_elect: str
     leader_holder: str
     leader_resign: str
+    limit_due: str
+    limit_lock: str
+    limit_next_start: str
     list_jobs: str
     migration_lock: str
     migrations_applied: str
@@ -98,6 +102,9 @@ class Queries:
     priority_age: str
     progress: str
     queue_counts_fold: str
+    queue_limited: str
+    queue_limits_overview: str
+    queue_limits_set: str
     queue_minutes_prune: str
     queue_minutes_read: str
     queue_minutes_waits: str

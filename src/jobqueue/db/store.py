@@ -46,6 +46,7 @@ from jobqueue.db.records import (
 )
 from jobqueue.db.sql import Queries, queries
 from jobqueue.job import Attempt, Job, JobStatus, QueueInfo, WorkerInfo
+from jobqueue.limits.model import LimitsInfo
 from jobqueue.tokens import StoredToken, TokenInfo
 
 
@@ -138,7 +139,9 @@ class Store:
     # -- enqueueing --------------------------------------------------------------
 
     async def enqueue(self, *, row: JobRow) -> Job:
-        record = await self.db.fetchrow(self._q.enqueue, *_values(row), self.clock.now(), row.trace)
+        record = await self.db.fetchrow(
+            self._q.enqueue, *_values(row), self.clock.now(), row.trace, row.concurrency_key
+        )
         return Job.from_record(record)
 
     async def enqueue_rows(self, *, rows: Sequence[JobRow]) -> list[Job]:
@@ -154,21 +157,27 @@ class Store:
             [r.delay_seconds for r in rows],
         ]
         traces = [r.trace for r in rows]
+        keys = [r.concurrency_key for r in rows]
         return [
             Job.from_record(r)
-            for r in await self.db.fetch(self._q.enqueue_rows, *columns, now, traces)
+            for r in await self.db.fetch(self._q.enqueue_rows, *columns, now, traces, keys)
         ]
 
     async def enqueue_payloads(
-        self, *, options: JobOptions, payloads: Sequence[str], trace: str | None = None
+        self,
+        *,
+        options: JobOptions,
+        payloads: Sequence[str],
+        trace: str | None = None,
+        keys: Sequence[str | None] | None = None,
     ) -> list[int]:
         """One job per payload (JSON text), all with the same options and trace context
-        (JSON text, or None); their ids in order."""
+        (JSON text, or None); their ids in order. ``keys``: each one's concurrency key."""
         o = options
         records = await self.db.fetch(
             self._q.enqueue_payloads,
             o.type, o.queue, list(payloads), o.priority, o.max_attempts, o.run_at,
-            o.delay_seconds, self.clock.now(), trace,
+            o.delay_seconds, self.clock.now(), trace, None if keys is None else list(keys),
         )  # fmt: skip
         return [r[0] for r in records]
 
@@ -224,6 +233,25 @@ class Store:
         at = resume_at or (None, None, None)
         rows = await self.db.fetch(
             self._q.claim, queue, limit, worker_id, lease_seconds, self.clock.now(), *at
+        )
+        return [ClaimedJob.from_record(row) for row in rows]
+
+    async def limit_due(self, *, queue: str) -> bool:
+        """Whether limited ``queue`` has a due job (asked before taking its lock)."""
+        due: bool = await self.db.fetchval(self._q.limit_due, queue, self.clock.now())
+        return due
+
+    async def limit_lock(self, *, queue: str) -> None:
+        """Wait for the claims of limited ``queue`` before this one (in a transaction)."""
+        await self.db.execute(self._q.limit_lock, queue)
+
+    async def claim_limited(
+        self, *, queue: str, limit: int, worker_id: str, lease_seconds: float
+    ) -> list[ClaimedJob]:
+        """Claim up to ``limit`` due jobs of ``queue`` within its limits; after
+        ``limit_lock`` in the same transaction (jobqueue.limits.claims)."""
+        rows = await self.db.fetch(
+            self._q.claim_limited, queue, limit, worker_id, lease_seconds, self.clock.now()
         )
         return [ClaimedJob.from_record(row) for row in rows]
 
@@ -505,6 +533,27 @@ class Store:
         """Every queue with jobs or controls (or the one named), from the counters."""
         records = await self.db.fetch(self._q.queues_overview, name, self.clock.now())
         return [QueueInfo(**dict(r.items())) for r in records]
+
+    async def queue_limited(self, *, queues: Sequence[str]) -> dict[str, bool]:
+        """Which of ``queues`` have limits shared by every worker: whether each has a rate."""
+        records = await self.db.fetch(self._q.queue_limited, list(queues))
+        return {r["name"]: r["rated"] for r in records}
+
+    async def limit_next_start(self, *, queue: str) -> float | None:
+        """Seconds until rate-limited ``queue`` may start a job again (None: now)."""
+        seconds: float | None = await self.db.fetchval(
+            self._q.limit_next_start, queue, self.clock.now()
+        )
+        return seconds
+
+    async def queue_limits_set(self, *, name: str, columns: str) -> None:
+        """Set the limits ``columns`` names (JSON text, migration 0020's columns)."""
+        await self.db.execute(self._q.queue_limits_set, name, columns, self.clock.now())
+
+    async def queue_limits_overview(self, *, name: str | None = None) -> dict[str, LimitsInfo]:
+        """Each limited queue's limits and their use, by queue name."""
+        records = await self.db.fetch(self._q.queue_limits_overview, name, self.clock.now())
+        return {r["name"]: LimitsInfo.from_record(r) for r in records}
 
     async def queue_counts_fold(self, *, limit: int) -> int:
         """Fold up to ``limit`` counter changes into the per-queue totals; return how many."""

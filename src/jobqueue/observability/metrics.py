@@ -61,6 +61,7 @@ from prometheus_client import (
 from jobqueue.config import ConfigError, Settings
 from jobqueue.db.records import JobOptions, Rescued
 from jobqueue.db.store import Clock, Store
+from jobqueue.limits.model import LimitsInfo, parse_rate
 
 log = structlog.get_logger("jobqueue.metrics")
 
@@ -178,6 +179,33 @@ class WorkerMetrics:
             "How long the longest-waiting due job of the queue has waited (0: none); "
             "exported by the maintenance leader only.",
             ["queue"],
+            multiprocess_mode="livemax",
+            registry=r,
+        )
+        # A queue's limits shared by every worker (docs/limits.md), by kind: global,
+        # key, rate, key_rate. "In use": running jobs (global), keys at their limit
+        # (key), starts in the period that ends now (rate).
+        self.limit = Gauge(
+            "jobqueue_queue_limit",
+            "A queue's limit shared by every worker (a rate: its count per period); "
+            "exported by the maintenance leader only.",
+            ["queue", "limit"],
+            multiprocess_mode="livemax",
+            registry=r,
+        )
+        self.limit_in_use = Gauge(
+            "jobqueue_queue_limit_in_use",
+            "How much of the limit is in use: running jobs (global), keys at their limit "
+            "(key), starts within the period (rate); exported by the maintenance leader only.",
+            ["queue", "limit"],
+            multiprocess_mode="livemax",
+            registry=r,
+        )
+        self.limit_waiting = Gauge(
+            "jobqueue_queue_limit_waiting",
+            "Due jobs that wait only because of the limit; exported by the maintenance "
+            "leader only.",
+            ["queue", "limit"],
             multiprocess_mode="livemax",
             registry=r,
         )
@@ -308,6 +336,7 @@ class ProcessMetrics:
         self._pools: list[asyncpg.Pool] = []
         self._enqueued: dict[tuple[str, str], Counter] = {}
         self._queues_exported: set[str] = set()
+        self._limits_exported: set[tuple[str, str]] = set()
         self._next_queue_read = 0.0
         self._task: asyncio.Task[None] | None = None
         # Bound now, before any worker starts: a port in use stops start-up cleanly.
@@ -413,7 +442,22 @@ class ProcessMetrics:
                 m.jobs.labels(gone, state).set(0)
             m.oldest_pending.labels(gone).set(0)
         self._queues_exported = {q.name for q in queues}
+        self._export_limits(m, await leading.queue_limits_overview())
         m.workers.set(alive)
+
+    def _export_limits(self, m: WorkerMetrics, limits: Mapping[str, LimitsInfo]) -> None:
+        exported = set()
+        for queue, info in limits.items():
+            for kind, (limit, in_use, waiting) in limit_gauges(info).items():
+                if limit is not None:
+                    m.limit.labels(queue, kind).set(limit)
+                    m.limit_in_use.labels(queue, kind).set(in_use)
+                    m.limit_waiting.labels(queue, kind).set(waiting)
+                    exported.add((queue, kind))
+        for queue, kind in self._limits_exported - exported:  # a file's value outlives remove
+            for gauge in (m.limit, m.limit_in_use, m.limit_waiting):
+                gauge.labels(queue, kind).set(0)
+        self._limits_exported = exported
 
     async def _rescued(self, store: Store, jobs: list[Rescued]) -> None:
         for job in jobs:
@@ -505,3 +549,15 @@ class ChildrenMetrics:
         with contextlib.suppress(Exception):
             self._server.shutdown()
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def limit_gauges(info: LimitsInfo) -> dict[str, tuple[int | None, int, int]]:
+    """Each kind of limit: its value (None: not set), its use and the jobs it holds back."""
+    rate = None if info.rate_limit is None else parse_rate(info.rate_limit).count
+    key_rate = None if info.key_rate_limit is None else parse_rate(info.key_rate_limit).count
+    return {
+        "global": (info.global_limit, info.global_in_use, info.global_waiting),
+        "key": (info.key_limit, info.keys_at_limit, info.key_waiting),
+        "rate": (rate, info.rate_in_use, info.rate_waiting),
+        "key_rate": (key_rate, 0, 0),
+    }

@@ -28,6 +28,7 @@ from jobqueue.job import (
     Job,
     JobStatus,
 )
+from jobqueue.limits import LIMIT_FIELDS
 from jobqueue.maintenance.leader import ROLE as LEADER_ROLE
 from jobqueue.tokens import Principal, Scope
 from jobqueue.ui import audit, bulk, charts, inprocess, session
@@ -136,12 +137,13 @@ async def acting(request: Request) -> tuple[Principal, dict[str, list[str]]]:
     return who, fields
 
 
-async def act(request: Request, path: str, body: Any = None) -> Any:
-    """POST ``path`` to the HTTP API (jobqueue.ui.inprocess) as this session; its
-    answer, or its refusal raised as the error page (its 401 as the sign-in form)."""
+async def act(request: Request, path: str, body: Any = None, method: str = "POST") -> Any:
+    """POST (or ``method``) ``path`` to the HTTP API (jobqueue.ui.inprocess) as this
+    session; its answer, or its refusal raised as the error page (its 401 as the
+    sign-in form)."""
     status, answer = await inprocess.call(
         request.app.state.api,
-        "POST",
+        method,
         path,
         token=request.cookies.get(session.SESSION_COOKIE),
         client=session.client_of(request),
@@ -242,6 +244,19 @@ async def pause(request: Request, name: str) -> Response:
 async def resume(request: Request, name: str) -> Response:
     _, fields = await acting(request)
     await act(request, f"/queues/{name}/resume")
+    return within(request, first(fields, "next"), "/")
+
+
+@router.post("/queues/{name}/limits")
+async def set_limits(request: Request, name: str) -> Response:
+    """The limits form: each field given sets its limit, an empty one removes it."""
+    _, fields = await acting(request)
+    body: dict[str, int | str | None] = {}
+    for field in LIMIT_FIELDS:
+        if field in fields:
+            value = (first(fields, field) or "").strip()
+            body[field] = int(value) if value.isdigit() else value or None
+    await act(request, f"/queues/{name}", body, method="PATCH")
     return within(request, first(fields, "next"), "/")
 
 

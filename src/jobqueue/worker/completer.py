@@ -9,7 +9,7 @@ still ``running`` in the database and is run again after its lease: never lost.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import structlog
@@ -49,6 +49,7 @@ class Completer:
         self._idle.set()
         self._closing = False
         self.signals = CompleterSignals()
+        self.on_flushed: Callable[[], None] = lambda: None  # outcomes were written
 
     def complete(self, job: ClaimedJob, result: str | None = None) -> None:
         """``result``: the handler's return value as JSON text, or None."""
@@ -87,6 +88,7 @@ class Completer:
                 # write never reached the server, and the flush is made again at once
                 # on another (what was written before it is not written twice).
                 self.signals.flushed.fire(await resend_unsent(self.flush, self._store.pool))
+                self.on_flushed()
                 backoff = 0.05
             except Exception as exc:
                 log_failure(

@@ -11,6 +11,14 @@ xmin would otherwise make every claim walk every job claimed since). The NOTIFYs
 say when a job was queued behind that point, and the producer then looks from the
 start; it also does whenever the listener is not in place, and every
 FULL_SCAN_SECONDS in any case.
+
+A queue with limits shared by every worker (jobqueue.limits: global_limit, key
+limits, rates) is claimed by jobqueue.limits.claims instead, under the queue's row
+lock. Which queues have such limits is read once per poll interval, so a queue
+without them never takes that lock, and one with no due job is passed over after one
+probe, without it. A limited queue that had fewer jobs to give
+than asked is claimed again once this worker's outcomes are written (a slot of the
+limit may have been freed), rather than at the next poll.
 """
 
 from __future__ import annotations
@@ -25,9 +33,10 @@ from datetime import UTC, datetime, timedelta
 import structlog
 
 from jobqueue.db.pool import log_failure, resend_unsent
-from jobqueue.db.records import ClaimKey
+from jobqueue.db.records import ClaimedJob, ClaimKey
 from jobqueue.db.sql import new_jobs
 from jobqueue.db.store import Store
+from jobqueue.limits import claims as limited_claims
 from jobqueue.signals import Signal, Signals
 from jobqueue.worker.executor import Executor
 
@@ -88,6 +97,11 @@ class Producer:
         self._reconnected = asyncio.Event()
         self._stopping = False
         self._turn = 0
+        # Queues with limits shared by every worker: whether each has a rate.
+        self._limited: dict[str, bool] = {}
+        self._limited_at = 0.0  # when to read them again (monotonic)
+        self._limited_short = False  # a limited queue gave fewer jobs than asked
+        self._writes = 0  # how many times outcomes were written, for a claim to compare
         self.claims = 0  # statements run, for the stop log line
         self.claimed = 0
         self.on_claim: Callable[[float], None] = lambda seconds: None  # a claim's time
@@ -95,6 +109,13 @@ class Producer:
 
     def wake(self) -> None:
         self._wake.set()
+
+    def outcomes_written(self) -> None:
+        """This worker's finished jobs were written: they no longer count against a
+        shared limit, so a limited queue held back by one may start more now."""
+        self._writes += 1
+        if self._limited_short:
+            self._wake.set()
 
     def notified(self, payload: str | None) -> None:
         """A NOTIFY of pending jobs (None: the listener is back, jobs of any queue may be)."""
@@ -182,6 +203,10 @@ class Producer:
         # Start from a different queue each time so no queue starves the others.
         self._turn = (self._turn + 1) % len(self.queues)
         async with self._store.connection() as store:
+            if time.monotonic() >= self._limited_at:
+                self._limited = await store.queue_limited(queues=self.queues)
+                self._limited_at = time.monotonic() + self._poll_interval
+            self._limited_short = False
             for queue in self.queues[self._turn :] + self.queues[: self._turn]:
                 if free == 0 or self._stopping:
                     break
@@ -190,6 +215,29 @@ class Producer:
                 wanted = free if limit is None else min(free, limit - running)
                 if wanted <= 0:
                     continue  # at its limit: a finishing job of this queue wakes us
+                if queue in self._limited:
+                    if not await store.limit_due(queue=queue):
+                        continue  # nothing to start: no lock taken
+                    writes = self._writes
+                    started = time.perf_counter()
+                    jobs = await limited_claims.claim(
+                        store,
+                        queue=queue,
+                        limit=wanted,
+                        worker_id=self._worker_id,
+                        lease_seconds=self._lease_seconds,
+                    )
+                    self.on_claim(time.perf_counter() - started)
+                    if len(jobs) < wanted:
+                        self._limited_short = True
+                        if self._writes != writes:  # during the claim: it may not have seen them
+                            self._wake.set()
+                        if self._limited[queue]:
+                            await self._wake_at_rate(store, queue)
+                    self._started(jobs)
+                    more = more or len(jobs) == wanted
+                    free -= len(jobs)
+                    continue
                 resume_at = resume.get(queue)
                 resets = self._resets
                 started = time.perf_counter()
@@ -206,10 +254,19 @@ class Producer:
                 if jobs and resets == self._resets:
                     last = max(job.key for job in jobs)
                     resume[queue] = (last, (last.run_at - _EPOCH) // _MICROSECOND)
-                self.claims += 1
-                self.claimed += len(jobs)
-                for job in jobs:
-                    self._executor.start(job)
+                self._started(jobs)
                 more = more or len(jobs) == wanted
                 free -= len(jobs)
         return more
+
+    async def _wake_at_rate(self, store: Store, queue: str) -> None:
+        """Wake when ``queue``'s rate lets a job start again, if before the next poll."""
+        seconds = await store.limit_next_start(queue=queue)
+        if seconds is not None and seconds < self._poll_interval:
+            asyncio.get_running_loop().call_later(max(seconds, 0.0), self._wake.set)
+
+    def _started(self, jobs: Sequence[ClaimedJob]) -> None:
+        self.claims += 1
+        self.claimed += len(jobs)
+        for job in jobs:
+            self._executor.start(job)

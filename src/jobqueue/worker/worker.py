@@ -24,6 +24,7 @@ from jobqueue.config import Settings
 from jobqueue.cron import Schedule, parse_entries
 from jobqueue.db.listener import Listener
 from jobqueue.db.store import Clock, Store
+from jobqueue.limits import control as queue_limits
 from jobqueue.maintenance import Leader
 from jobqueue.observability import job_logs, observers
 from jobqueue.retry import ExponentialBackoff
@@ -146,6 +147,7 @@ class Worker:
             poll_interval=settings.poll_interval,
             notified_reliably=lambda: self.listener.healthy,
         )
+        self.completer.on_flushed = self.producer.outcomes_written
         self.listener: Listener | RelayedListener = (
             RelayedListener(self.producer.notified, on_cancel=self.executor.cancel)
             if relayed
@@ -179,6 +181,7 @@ class Worker:
             schedules=schedules(settings, tasks),
         )
         self._settings = settings
+        self._store = store
         self._limits = limits
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -194,6 +197,8 @@ class Worker:
 
     async def start(self) -> None:
         await self.heartbeat.register()
+        if self._settings.limits is not None:
+            await queue_limits.declare(self._store, self._settings.limits)
         self._tasks = [
             asyncio.create_task(self.completer.run(), name="completer"),
             asyncio.create_task(self.progress.run(), name="progress"),

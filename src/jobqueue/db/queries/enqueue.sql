@@ -2,7 +2,9 @@
 -- database's clock so that hosts with skewed clocks agree.
 -- $8 is "now": NULL for the database's clock, a time for a test's (db/store.py).
 -- $9 is the enqueuer's trace context (JSON), or NULL.
-INSERT INTO {schema}.jobs (type, queue, payload, priority, max_attempts, run_at, trace_context)
+-- $10 is the job's concurrency key (migration 0020), or NULL.
+INSERT INTO {schema}.jobs (type, queue, payload, priority, max_attempts, run_at, trace_context,
+                           concurrency_key)
 VALUES ($1, $2, $3, $4, $5, COALESCE($6, COALESCE($8::timestamptz, now()) + make_interval(secs => COALESCE($7::float8, 0))),
-        $9::jsonb)
+        $9::jsonb, $10::text)
 RETURNING *
