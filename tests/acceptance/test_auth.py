@@ -340,6 +340,16 @@ async def test_tokens_over_http_with_the_admin_scope(
         bad = await client.post("/tokens", json={"name": "x", "scopes": ["jobs:write"]})
         assert bad.status_code == 422
         assert bad.json()["detail"][0]["field"] == "scopes.0"
+        # Text the database cannot store is refused by field, and stores nothing.
+        for field, value in (("queues", "\ud800"), ("types", "a\x00b"), ("queues", "a b")):
+            unstorable = {"name": "x", "scopes": ["jobs:read"], field: [value]}
+            refused = await client.post(  # JSON's escapes: httpx cannot encode "\ud800"
+                "/tokens",
+                content=json.dumps(unstorable),
+                headers={"Content-Type": "application/json"},
+            )
+            assert refused.status_code == 422, refused.text
+            assert refused.json()["detail"][0]["field"] == f"{field}.0"
 
         listed = await client.get("/tokens")
         assert secret not in listed.text

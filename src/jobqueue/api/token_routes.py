@@ -13,6 +13,7 @@ from jobqueue.api.auth import require
 from jobqueue.api.responses import BODY, INVALID, UNAVAILABLE, declare
 from jobqueue.api.routes import jobqueue
 from jobqueue.audit import Actor
+from jobqueue.new_job import JobType, QueueName
 from jobqueue.tokens import NAME, Principal, Scope, TokenError, TokenInfo, new_token
 
 router = APIRouter()
@@ -57,10 +58,12 @@ class NewToken(BaseModel):
 
     name: str = Field(pattern=f"^{NAME.pattern}$", examples=["billing-app"])
     scopes: list[Scope] = Field(min_length=1, examples=[["jobs:enqueue", "jobs:read"]])
-    queues: list[Annotated[str, Field(min_length=1)]] | None = Field(
+    # As a job's own queue and type are checked: text the database cannot store (a NUL,
+    # half a surrogate pair) is a 422 naming the field, not a failed INSERT.
+    queues: list[QueueName] | None = Field(
         default=None, min_length=1, description="Only these queues; null: every queue."
     )
-    types: list[Annotated[str, Field(min_length=1)]] | None = Field(
+    types: list[JobType] | None = Field(
         default=None, min_length=1, description="Only these job types; null: every type."
     )
     expires_in_seconds: float | None = Field(
