@@ -65,6 +65,13 @@ def check_type(type: Any) -> str:
     return type.strip()
 
 
+def check_queue_name(queue: str) -> str:
+    """The queue name as it is; ValueError if no job could be in such a queue."""
+    if not _QUEUE.match(queue):
+        raise ValueError(f"a queue name must match {QUEUE_PATTERN}, got {queue!r}")
+    return queue
+
+
 def check_options(
     *,
     payload: Any = None,

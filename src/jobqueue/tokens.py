@@ -13,12 +13,14 @@ import hmac
 import os
 import re
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+
+from jobqueue import fields
 
 
 class Scope(StrEnum):
@@ -178,19 +180,26 @@ def new_token(
         name=name,
         secret_hash=digest(secret),
         scopes=frozenset(Scope(s) for s in wanted),
-        queues=_restriction("--queue", queues),
-        types=_restriction("--type", types),
+        queues=_restriction("--queue", queues, fields.check_queue_name),
+        types=_restriction("--type", types, fields.check_type),
     )
     return stored, f"{PREFIX}{key_id}_{secret}"
 
 
-def _restriction(flag: str, values: Iterable[str] | None) -> frozenset[str] | None:
+def _restriction(
+    flag: str, values: Iterable[str] | None, check: Callable[[str], str]
+) -> frozenset[str] | None:
+    """The names a token is restricted to, each checked as a job's own queue or type is
+    (a name no job can have would restrict the token to nothing)."""
     if values is None:
         return None
-    chosen = frozenset(values)
+    chosen = list(values)
     if not chosen or "" in chosen:
         raise TokenError(f"{flag} needs a non-empty name")
-    return chosen or None
+    try:
+        return frozenset(fields.storable(check(value)) for value in chosen)
+    except ValueError as exc:
+        raise TokenError(f"{flag}: {str(exc).removeprefix('type: ')}") from None
 
 
 def digest(secret: str) -> bytes:

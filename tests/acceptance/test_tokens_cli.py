@@ -83,6 +83,8 @@ async def test_create_list_and_revoke(
         (["create", "--name", "has space", "--scope", "admin"], "token name 'has space'"),
         (["create", "--name", "x", "--scope", "admin", "--expires", "soon"], "--expires must be"),
         (["create", "--name", "x", "--scope", "admin", "--queue", ""], "--queue needs"),
+        (["create", "--name", "x", "--scope", "admin", "--queue", "a b"], "--queue: a queue"),
+        (["create", "--name", "x", "--scope", "admin", "--type", " "], "--type: must be"),
         (["revoke", "nobody"], "no unrevoked token is named 'nobody'"),
     ],
 )
