@@ -20,6 +20,7 @@ class Action(enum.StrEnum):
     QUEUE_RESUME = "queue.resume"
     TOKEN_CREATE = "token.create"
     TOKEN_REVOKE = "token.revoke"
+    WORKFLOW_CANCEL = "workflow.cancel"
 
 
 OK = "ok"
