@@ -32,6 +32,14 @@ class WorkflowError(ValueError):
         self.field = field
         self.message = message
 
+    @property
+    def loc(self) -> list[str | int]:
+        """The field as a location: ``jobs[3].depends_on`` is ["jobs", 3, "depends_on"]."""
+        loc: list[str | int] = []
+        for part in self.field.replace("[", ".").replace("]", "").split("."):
+            loc.append(int(part) if part.isdigit() else part)
+        return loc
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Edge:
