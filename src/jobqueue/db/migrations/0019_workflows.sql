@@ -3,14 +3,9 @@
 -- A job with parents is stored 'blocked'. The claim index is partial on 'pending', so a
 -- blocked job costs the claim nothing however many wait. Each blocked job counts the
 -- parents it still waits for (parents_left); the edges table, keyed by parent, says
--- whose children a job has. When a workflow job ends, a row trigger runs one UPDATE
--- of that job's own children, in the transaction that ended it: no poller, no scan.
--- Two parents ending at once in two transactions both update the child's row; the
--- second waits for the first's row lock and re-reads the row, so the count goes down
--- once per parent and exactly one of them finds it at its last parent.
---
--- The trigger fires only for rows of workflows whose state changed to or from an end
--- (its WHEN clause, evaluated without calling any function): other jobs pay nothing.
+-- whose children a job has. When workflow jobs end, a trigger runs one UPDATE of
+-- their own children (found through the edges' primary key), in the statement's
+-- transaction: no poller, no scan.
 
 CREATE TABLE {schema}.workflows (
     id         bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -67,109 +62,160 @@ BEGIN
 END;
 $$;
 
--- One workflow job's change of state, for its own children only.
+-- What one statement's changes of workflow jobs do to their children, for those
+-- children only, in that statement's transaction:
 --   completed: each blocked child counts it; a child at its last parent is pending.
---   failed or cancelled: the children that continue count it (and the failure); the
---     others, and their own descendants that would not run either, are cancelled.
+--   failed or cancelled: the children that run whatever (run_if finished or failed),
+--     and every child of a job whose on_failure is continue, count it (and the
+--     failure); the others, and their descendants that would not run either, are
+--     cancelled, in one statement (a chain of any length, no recursion of triggers).
 --   failed or cancelled, then pending again (a manual retry): the jobs its failure
 --     cancelled are blocked again, and the children that had counted it wait for it.
--- Released children are announced as "* <queue>" (migration 0011); jobs it cancels on
+-- Per statement, not per row: a child with many parents ending in one statement (a
+-- chord's callback, as the completer writes a batch of completions) is updated once,
+-- not once per parent, so that its row does not pile up versions. Children are locked
+-- in id order, as parents ending in two transactions at once both update them: the
+-- second waits for the first's lock and re-reads the row, so each parent is counted
+-- once and exactly one of them finds the child at its last parent.
+-- Most statements change no workflow job: one pass over the changed rows says so.
+-- The others are planned for the rows at hand (EXECUTE): a plan cached for one row
+-- would join 10,000 released children with themselves in a nested loop.
+-- Released children are announced as "* <queue>" (migration 0011); jobs it ends, on
 -- the done channel, for whoever waits on them.
 CREATE FUNCTION {schema}.workflow_step() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    told integer;
+    ended bigint[];
+    failed bigint[];
+    retried bigint[];
 BEGIN
-    IF NEW.status = 'completed' OR (NEW.status IN ('failed', 'cancelled')
-                                    AND COALESCE(NEW.on_failure, 'cancel') = 'continue') THEN
-        WITH released AS (
+    PERFORM FROM new_rows WHERE workflow_id IS NOT NULL LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    EXECUTE $q$
+        SELECT array_agg(n.id) FILTER (WHERE n.status IN ('completed', 'failed', 'cancelled')
+                                         AND o.status NOT IN ('completed', 'failed', 'cancelled')),
+               array_agg(n.id) FILTER (WHERE n.status IN ('failed', 'cancelled')
+                                         AND o.status NOT IN ('completed', 'failed', 'cancelled')
+                                         AND n.on_failure = 'cancel'),
+               array_agg(n.id) FILTER (WHERE n.status = 'pending'
+                                         AND o.status IN ('failed', 'cancelled'))
+        FROM new_rows AS n JOIN old_rows AS o ON o.id = n.id
+        WHERE n.workflow_id IS NOT NULL
+    $q$ INTO ended, failed, retried;
+
+    IF ended IS NOT NULL THEN
+        EXECUTE $q$
+        -- Per child, its parents that ended here: completed, failed (or cancelled)
+        -- letting it run, failed otherwise (counted only by a child that runs whatever).
+        WITH counts AS (
+            SELECT e.child_id AS id,
+                   (count(*) FILTER (WHERE p.status = 'completed'))::integer AS completed,
+                   (count(*) FILTER (WHERE p.status <> 'completed'
+                                       AND p.on_failure = 'continue'))::integer AS let_run,
+                   (count(*) FILTER (WHERE p.status <> 'completed'
+                                       AND p.on_failure = 'cancel'))::integer AS stopped
+            FROM {schema}.workflow_edges AS e
+            JOIN {schema}.jobs AS p ON p.id = e.parent_id
+            WHERE e.parent_id = ANY($1)
+            GROUP BY e.child_id
+        ), locked AS (
+            SELECT j.id,
+                   d.completed + d.let_run
+                   + CASE WHEN j.run_if IN ('finished', 'failed') THEN d.stopped ELSE 0 END
+                       AS done,
+                   d.let_run
+                   + CASE WHEN j.run_if IN ('finished', 'failed') THEN d.stopped ELSE 0 END
+                       AS failed
+            FROM counts AS d JOIN {schema}.jobs AS j ON j.id = d.id
+            WHERE j.status = 'blocked'
+            ORDER BY j.id
+            FOR UPDATE OF j
+        ), released AS (
             UPDATE {schema}.jobs AS c
-            SET parents_left = c.parents_left - 1,
-                parents_failed = c.parents_failed + (NEW.status <> 'completed')::integer,
+            SET parents_left = c.parents_left - d.done,
+                parents_failed = c.parents_failed + d.failed,
                 status = CASE
-                    WHEN c.parents_left > 1 THEN 'blocked'
-                    WHEN c.run_if = 'failed'
-                         AND c.parents_failed + (NEW.status <> 'completed')::integer = 0
+                    WHEN c.parents_left > d.done THEN 'blocked'
+                    WHEN c.run_if = 'failed' AND c.parents_failed + d.failed = 0
                         THEN 'cancelled'
                     ELSE 'pending' END,
-                run_at = CASE WHEN c.parents_left > 1 THEN c.run_at
+                run_at = CASE WHEN c.parents_left > d.done THEN c.run_at
                               ELSE GREATEST(c.run_at, now()) END,
-                finished_at = CASE WHEN c.parents_left = 1 AND c.run_if = 'failed'
-                                        AND c.parents_failed
-                                            + (NEW.status <> 'completed')::integer = 0
-                                   THEN now() END,
-                updated_at = now()
-            FROM {schema}.workflow_edges AS e
-            WHERE e.parent_id = NEW.id AND c.id = e.child_id AND c.status = 'blocked'
+                finished_at = CASE WHEN c.parents_left <= d.done AND c.run_if = 'failed'
+                                        AND c.parents_failed + d.failed = 0 THEN now() END,
+                -- A child still waiting keeps its timestamps: no column of an index
+                -- changes, and the update stays on its page (HOT).
+                updated_at = CASE WHEN c.parents_left > d.done THEN c.updated_at
+                                  ELSE now() END
+            FROM locked AS d
+            WHERE c.id = d.id AND c.status = 'blocked' AND d.done > 0
             RETURNING c.id, c.queue, c.status
         )
-        SELECT count(*) INTO told FROM (
-            SELECT pg_notify(TG_TABLE_SCHEMA || '_jobs', '* ' || queue)
+        SELECT count(*) FROM (
+            SELECT pg_notify($2 || '_jobs', '* ' || queue)
             FROM (SELECT DISTINCT queue FROM released WHERE status = 'pending') AS q
             UNION ALL
-            SELECT pg_notify(TG_TABLE_SCHEMA || '_done', id::text)
-            FROM released WHERE status = 'cancelled'
-        ) AS n;
-    ELSIF NEW.status IN ('failed', 'cancelled') THEN
-        -- Children that run whatever their parents' end count this one as done.
-        WITH counted AS (
-            UPDATE {schema}.jobs AS c
-            SET parents_left = c.parents_left - 1,
-                parents_failed = c.parents_failed + 1,
-                status = CASE WHEN c.parents_left > 1 THEN 'blocked' ELSE 'pending' END,
-                run_at = CASE WHEN c.parents_left > 1 THEN c.run_at
-                              ELSE GREATEST(c.run_at, now()) END,
-                updated_at = now()
-            FROM {schema}.workflow_edges AS e
-            WHERE e.parent_id = NEW.id AND c.id = e.child_id AND c.status = 'blocked'
-              AND c.run_if IN ('finished', 'failed')
-            RETURNING c.queue, c.status
-        )
-        SELECT count(*) INTO told FROM (
-            SELECT pg_notify(TG_TABLE_SCHEMA || '_jobs', '* ' || queue)
-            FROM (SELECT DISTINCT queue FROM counted WHERE status = 'pending') AS q
-        ) AS n;
-        -- The rest cannot run: cancelled with every descendant that waits on them in
-        -- the same way, in one statement (a chain of any length, no trigger recursion:
-        -- each job cancelled here fires this function once more, and finds its children
-        -- cancelled already, or counts those that run whatever).
-        WITH RECURSIVE doomed(id) AS (
-            SELECT c.id
-            FROM {schema}.workflow_edges AS e
+            SELECT pg_notify($2 || '_done', string_agg(id::text, ','))
+            FROM released WHERE status = 'cancelled' GROUP BY id / 300
+        ) AS n
+        $q$ USING ended, TG_TABLE_SCHEMA;
+    END IF;
+
+    IF failed IS NOT NULL THEN
+        EXECUTE $q$
+        WITH RECURSIVE doomed(id, root, cause, cause_status) AS (
+            SELECT c.id, COALESCE(x.cancelled_by, x.id), x.id, x.status
+            FROM {schema}.jobs AS x
+            JOIN {schema}.workflow_edges AS e ON e.parent_id = x.id
             JOIN {schema}.jobs AS c ON c.id = e.child_id
-            WHERE e.parent_id = NEW.id AND c.status = 'blocked' AND c.run_if = 'completed'
+            WHERE x.id = ANY($1) AND c.status = 'blocked' AND c.run_if = 'completed'
             UNION
-            SELECT c.id
+            SELECT c.id, d.root, d.cause, d.cause_status
             FROM doomed AS d
-            JOIN {schema}.jobs AS x ON x.id = d.id
+            JOIN {schema}.jobs AS p ON p.id = d.id
             JOIN {schema}.workflow_edges AS e ON e.parent_id = d.id
             JOIN {schema}.jobs AS c ON c.id = e.child_id
-            WHERE x.on_failure = 'cancel' AND c.status = 'blocked' AND c.run_if = 'completed'
+            WHERE p.on_failure = 'cancel' AND c.status = 'blocked' AND c.run_if = 'completed'
+        ), chosen AS (
+            SELECT DISTINCT ON (id) id, root, cause, cause_status FROM doomed ORDER BY id, root
         ), cancelled AS (
             UPDATE {schema}.jobs AS c
             SET status = 'cancelled',
-                cancelled_by = COALESCE(NEW.cancelled_by, NEW.id),
-                last_error = 'not run: job ' || NEW.id || ' ended ' || NEW.status,
+                cancelled_by = d.root,
+                last_error = 'not run: job ' || d.cause || ' ended ' || d.cause_status,
                 finished_at = now(),
                 updated_at = now()
-            WHERE c.id = ANY(ARRAY(SELECT id FROM doomed ORDER BY id)) AND c.status = 'blocked'
+            FROM chosen AS d
+            WHERE c.id = d.id AND c.status = 'blocked'
             RETURNING c.id
         )
-        SELECT count(*) INTO told FROM (
-            SELECT pg_notify(TG_TABLE_SCHEMA || '_done', string_agg(id::text, ','))
+        SELECT count(*) FROM (
+            SELECT pg_notify($2 || '_done', string_agg(id::text, ','))
             FROM cancelled GROUP BY id / 300
-        ) AS n;
-    ELSIF NEW.status = 'pending' AND OLD.status IN ('failed', 'cancelled') THEN
-        -- Retried: children that had counted it wait for it again...
-        UPDATE {schema}.jobs AS c
-        SET parents_left = c.parents_left + 1,
-            parents_failed = c.parents_failed - 1,
-            updated_at = now()
-        FROM {schema}.workflow_edges AS e
-        WHERE e.parent_id = NEW.id AND c.id = e.child_id AND c.status = 'blocked'
-          AND c.cancelled_by IS NULL AND c.parents_failed > 0;
+        ) AS n
+        $q$ USING failed, TG_TABLE_SCHEMA;
+    END IF;
+
+    IF retried IS NOT NULL THEN
+        EXECUTE $q$
+        WITH waiting AS (
+            SELECT e.child_id AS id, count(*)::integer AS n
+            FROM {schema}.workflow_edges AS e
+            WHERE e.parent_id = ANY($1)
+            GROUP BY e.child_id
+        ), rewaited AS (
+            -- Children that had counted a retried job as done wait for it again...
+            UPDATE {schema}.jobs AS c
+            SET parents_left = c.parents_left + w.n,
+                parents_failed = GREATEST(c.parents_failed - w.n, 0)
+            FROM waiting AS w
+            WHERE c.id = w.id AND c.status = 'blocked' AND c.cancelled_by IS NULL
+              AND c.parents_failed > 0
+        )
         -- ...and what its failure cancelled is blocked again, each job waiting for its
-        -- parents that have not completed (this one among them, or one resumed here).
+        -- parents that have not completed (the retried one, or one resumed here).
         UPDATE {schema}.jobs AS c
         SET status = 'blocked',
             cancelled_by = NULL,
@@ -180,19 +226,18 @@ BEGIN
                             JOIN {schema}.jobs AS p ON p.id = e.parent_id
                             WHERE e.child_id = c.id AND p.status <> 'completed'),
             updated_at = now()
-        WHERE c.workflow_id = NEW.workflow_id AND c.cancelled_by = NEW.id
-          AND c.status = 'cancelled';
+        WHERE c.workflow_id IN (SELECT workflow_id FROM {schema}.jobs WHERE id = ANY($1))
+          AND c.cancelled_by = ANY($1)
+          AND c.status = 'cancelled'
+        $q$ USING retried;
     END IF;
     RETURN NULL;
 END;
 $$;
 
 CREATE TRIGGER jobs_workflow_step
-    AFTER UPDATE OF status ON {schema}.jobs
-    FOR EACH ROW
-    WHEN (NEW.workflow_id IS NOT NULL AND OLD.status IS DISTINCT FROM NEW.status
-          AND (NEW.status IN ('completed', 'failed', 'cancelled')
-               OR OLD.status IN ('failed', 'cancelled')))
-    EXECUTE FUNCTION {schema}.workflow_step();
+    AFTER UPDATE ON {schema}.jobs
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION {schema}.workflow_step();
 
 REVOKE EXECUTE ON FUNCTION {schema}.workflow_step() FROM PUBLIC;
