@@ -4,11 +4,15 @@ a workflow whole."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import asyncpg
+import httpx
 import pytest
+from fastapi import FastAPI
 
+from jobqueue import ui
 from jobqueue.app import JobQueue
 from jobqueue.context import JobContext
 from jobqueue.job import JobStatus
@@ -314,3 +318,25 @@ async def test_retention_deletes_a_finished_workflow_whole_never_half(
     assert await db.fetchval(f'SELECT count(*) FROM "{schema}".jobs') == 0
     assert await db.fetchval(f'SELECT count(*) FROM "{schema}".workflow_edges') == 0
     assert await jq.get_workflow(created.id) is None
+
+
+async def test_the_dashboard_job_page_links_to_its_workflow_and_its_states(jq: JobQueue) -> None:
+    wf = jq.workflow("nightly")
+    wf.chain(step("extract", ref="extract"), step("load", ref="load"))
+    created = await wf.enqueue()
+    app = FastAPI()
+    app.mount("/ui", ui.app(jq, open_without_tokens=True))
+    transport = httpx.ASGITransport(app=app, client=("192.0.2.9", 5000))
+    async with httpx.AsyncClient(transport=transport, base_url="http://app.test") as browser:
+        page = await browser.get(f"/ui/jobs/{created.jobs['load']}")
+        assert page.status_code == 200
+        assert f'href="/ui/workflows/{created.id}" id="workflow-link"' in page.text
+        rows = re.findall(r'<tr data-job="(\d+)".*?badge (\w+)', page.text, re.S)
+        assert rows == [
+            (str(created.jobs["extract"]), "pending"),
+            (str(created.jobs["load"]), "blocked"),
+        ]
+        whole = await browser.get(f"/ui/workflows/{created.id}")
+        assert whole.status_code == 200
+        assert "Workflow 1 · nightly" in whole.text
+        assert (await browser.get("/ui/workflows/999")).status_code == 404
