@@ -499,6 +499,7 @@ class JobQueue:
     ) -> CreatedWorkflow:
         created = await self._write(conn, lambda store: workflows_store.create(store, name, jobs))
         observability.enqueued([p.row for p in jobs])
+        observability.workflow_created(name)
         return created
 
     async def get_workflow(self, workflow_id: int) -> Workflow | None:

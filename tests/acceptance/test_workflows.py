@@ -64,6 +64,8 @@ def test_workflows_over_http_and_the_command_line(
         nodes["b"]["job"]["finished_at"], nodes["c"]["job"]["finished_at"]
     )
     assert nodes["b"]["job"]["workflow_id"] == created["id"]
+    metrics = httpx.get(f"{base}/metrics").text
+    assert 'jobqueue_workflows_created_total{workflow="diamond"} 1.0' in metrics
 
     before = fetch(pg_dsn, f'SELECT count(*) FROM "{schema}".jobs')
     cycle = [node("x", "noop", "z"), node("y", "noop", "x"), node("z", "noop", "y")]

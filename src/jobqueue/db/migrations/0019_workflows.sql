@@ -71,30 +71,43 @@ $$;
 --     cancelled, in one statement (a chain of any length, no recursion of triggers).
 --   failed or cancelled, then pending again (a manual retry): the jobs its failure
 --     cancelled are blocked again, and the children that had counted it wait for it.
--- Per statement, not per row: a child with many parents ending in one statement (a
--- chord's callback, as the completer writes a batch of completions) is updated once,
--- not once per parent, so that its row does not pile up versions. Children are locked
--- in id order, as parents ending in two transactions at once both update them: the
--- second waits for the first's lock and re-reads the row, so each parent is counted
--- once and exactly one of them finds the child at its last parent.
--- Most statements change no workflow job: one pass over the changed rows says so.
--- The others are planned for the rows at hand (EXECUTE): a plan cached for one row
--- would join 10,000 released children with themselves in a nested loop.
+-- Once per statement, not per parent: a child with many parents ending in one
+-- statement (a chord's callback, as the completer writes a batch of completions) is
+-- updated once, so that its row does not pile up versions. Children are locked in id
+-- order, as parents ending in two transactions at once both update them: the second
+-- waits for the first's lock and re-reads the row, so each parent is counted once and
+-- exactly one of them finds the child at its last parent.
+--
+-- A row trigger whose WHEN clause (evaluated without calling anything) keeps it for the
+-- rows of workflow jobs that ended or were retried: every other statement on jobs pays
+-- nothing. Its first call in a statement does the work for all of the statement's rows
+-- (its transition tables) and leaves the others a count of calls to skip, in a
+-- setting local to the transaction and per trigger depth (the statements it runs fire
+-- it one level down). The work's statements are planned for the rows at hand
+-- (EXECUTE): a plan cached for one row would join 10,000 released children with
+-- themselves in a nested loop.
 -- Released children are announced as "* <queue>" (migration 0011); jobs it ends, on
 -- the done channel, for whoever waits on them.
+-- It runs as whoever changed the jobs (the roles that change jobs may read the edges,
+-- db/grants.py). Every name in it is schema-qualified or pg_catalog's.
 CREATE FUNCTION {schema}.workflow_step() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
+    slot constant text := 'jobqueue.workflow_step_' || pg_trigger_depth();
+    skip integer := COALESCE(NULLIF(current_setting(slot, true), ''), '0')::integer;
+    calls integer;
     ended bigint[];
     failed bigint[];
     retried bigint[];
 BEGIN
-    PERFORM FROM new_rows WHERE workflow_id IS NOT NULL LIMIT 1;
-    IF NOT FOUND THEN
+    IF skip > 0 THEN  -- a later row of a statement whose first call did the work
+        PERFORM set_config(slot, (skip - 1)::text, true);
         RETURN NULL;
     END IF;
+    -- The rows the WHEN clause lets through, one call each.
     EXECUTE $q$
-        SELECT array_agg(n.id) FILTER (WHERE n.status IN ('completed', 'failed', 'cancelled')
+        SELECT count(*),
+               array_agg(n.id) FILTER (WHERE n.status IN ('completed', 'failed', 'cancelled')
                                          AND o.status NOT IN ('completed', 'failed', 'cancelled')),
                array_agg(n.id) FILTER (WHERE n.status IN ('failed', 'cancelled')
                                          AND o.status NOT IN ('completed', 'failed', 'cancelled')
@@ -102,8 +115,11 @@ BEGIN
                array_agg(n.id) FILTER (WHERE n.status = 'pending'
                                          AND o.status IN ('failed', 'cancelled'))
         FROM new_rows AS n JOIN old_rows AS o ON o.id = n.id
-        WHERE n.workflow_id IS NOT NULL
-    $q$ INTO ended, failed, retried;
+        WHERE n.workflow_id IS NOT NULL AND o.status IS DISTINCT FROM n.status
+          AND (n.status IN ('completed', 'failed', 'cancelled')
+               OR o.status IN ('failed', 'cancelled'))
+    $q$ INTO calls, ended, failed, retried;
+    PERFORM set_config(slot, (calls - 1)::text, true);
 
     IF ended IS NOT NULL THEN
         EXECUTE $q$
@@ -238,6 +254,10 @@ $$;
 CREATE TRIGGER jobs_workflow_step
     AFTER UPDATE ON {schema}.jobs
     REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION {schema}.workflow_step();
+    FOR EACH ROW
+    WHEN (NEW.workflow_id IS NOT NULL AND OLD.status IS DISTINCT FROM NEW.status
+          AND (NEW.status IN ('completed', 'failed', 'cancelled')
+               OR OLD.status IN ('failed', 'cancelled')))
+    EXECUTE FUNCTION {schema}.workflow_step();
 
 REVOKE EXECUTE ON FUNCTION {schema}.workflow_step() FROM PUBLIC;
