@@ -91,7 +91,8 @@ def _no_cycle(edges: Sequence[Edge], index: dict[str, int]) -> None:
         stuck = {i for i, n in enumerate(waiting) if n > 0}
         cycle = _cycle_from(edges, index, stuck)
         raise WorkflowError(
-            f"jobs[{index[cycle[0]]}].depends_on", "cycle: " + " -> ".join([*cycle, cycle[0]])
+            f"jobs[{index[cycle[0]]}].depends_on",
+            "cycle: " + " -> ".join([*cycle, cycle[0]]) + " (each waits for the next)",
         )
 
 
@@ -105,8 +106,9 @@ def _cycle_from(edges: Sequence[Edge], index: dict[str, int], stuck: set[int]) -
         on_path[node] = len(path)
         path.append(node)
         node = next(index[ref] for ref in edges[node].depends_on if index[ref] in stuck)
-    # The path from a node to the cycle, reversed: A waits on B means B -> A.
-    return [edges[i].ref for i in reversed(path[on_path[node] :])]
+    cycle = path[on_path[node] :]
+    first = cycle.index(min(cycle))  # named from its earliest job, whatever the path
+    return [edges[i].ref for i in cycle[first:] + cycle[:first]]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
