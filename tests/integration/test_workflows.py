@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from jobqueue import ui
 from jobqueue.app import JobQueue
 from jobqueue.context import JobContext
+from jobqueue.db.sql import queries
 from jobqueue.job import JobStatus
 from jobqueue.maintenance.retention import Retention
 from jobqueue.workflows import WorkflowError, step
@@ -340,3 +341,26 @@ async def test_the_dashboard_job_page_links_to_its_workflow_and_its_states(jq: J
         assert whole.status_code == 200
         assert "Workflow 1 · nightly" in whole.text
         assert (await browser.get("/ui/workflows/999")).status_code == 404
+
+
+async def test_a_jobs_parents_and_a_workflows_jobs_are_read_through_indexes(
+    jq: JobQueue, db: asyncpg.Connection, schema: str
+) -> None:
+    wf = jq.workflow()
+    parent = wf.add("a", ref="parent")
+    wf.group(*(step("b") for _ in range(500)), depends_on=[parent])
+    created = await wf.enqueue()
+    other = jq.workflow()
+    other.group(*(step("c") for _ in range(5000)), depends_on=[other.add("c", ref="root")])
+    await other.enqueue()
+    await jq.enqueue_many("other", [{}] * 20_000)
+    await db.execute("ANALYZE")
+    q = queries(schema)
+    child = created.jobs["b-2"]
+    parents = "\n".join(r[0] for r in await db.fetch("EXPLAIN " + q.workflow_parent_results, child))
+    assert "workflow_edges_child_idx" in parents, parents
+    assert "Seq Scan" not in parents, parents
+    jobs = "\n".join(r[0] for r in await db.fetch("EXPLAIN " + q.workflow_jobs, created.id))
+    assert "jobs_workflow_idx" in jobs, jobs
+    assert "Seq Scan on jobs" not in jobs, jobs
+    assert "SubPlan" not in jobs, jobs  # the edges joined once, not looked up per job
