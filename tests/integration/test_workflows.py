@@ -4,6 +4,7 @@ a workflow whole."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
@@ -364,3 +365,39 @@ async def test_a_jobs_parents_and_a_workflows_jobs_are_read_through_indexes(
     assert "jobs_workflow_idx" in jobs, jobs
     assert "Seq Scan on jobs" not in jobs, jobs
     assert "SubPlan" not in jobs, jobs  # the edges joined once, not looked up per job
+
+
+async def test_a_parent_retried_within_its_attempts_or_timed_out_for_good(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    attempts: list[int] = []
+
+    @jq.task("once_flaky", max_attempts=2)
+    async def once_flaky(payload: dict[str, Any], ctx: JobContext) -> str:
+        attempts.append(ctx.attempt)
+        if ctx.attempt == 1:
+            raise RuntimeError("first attempt fails")
+        return "second"
+
+    @jq.task("slow", max_attempts=1, timeout=0.2)
+    async def slow(payload: dict[str, Any]) -> None:
+        await asyncio.sleep(30)
+
+    @jq.task("then")
+    async def then(payload: dict[str, Any], ctx: JobContext) -> Any:
+        return ctx.parent_result
+
+    wf = jq.workflow()
+    wf.chain(step("once_flaky", ref="flaky"), step("then", ref="after_flaky"))
+    wf.chain(step("slow", ref="slow"), step("then", ref="after_slow"))
+    created = await wf.enqueue()
+    await start_worker(retry_delay=0)
+    done = await wait_all(jq, created.jobs)
+    assert (done["after_flaky"].status, done["after_flaky"].result) == (
+        JobStatus.COMPLETED,
+        "second",
+    )
+    assert attempts == [1, 2]
+    assert done["slow"].status == JobStatus.FAILED
+    assert "timeout" in (done["slow"].last_error or "")
+    assert done["after_slow"].status == JobStatus.CANCELLED

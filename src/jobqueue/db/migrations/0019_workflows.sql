@@ -123,31 +123,32 @@ BEGIN
 
     IF ended IS NOT NULL THEN
         EXECUTE $q$
-        -- Per child, its parents that ended here: completed, failed (or cancelled)
-        -- letting it run, failed otherwise (counted only by a child that runs whatever).
+        -- Per blocked child, the parents that ended here and that it counts as done
+        -- (a completed one; a failed or cancelled one that lets it run, or any if it
+        -- runs whatever), and how many of those did not complete.
         WITH counts AS (
-            SELECT e.child_id AS id,
-                   (count(*) FILTER (WHERE p.status = 'completed'))::integer AS completed,
+            SELECT e.child_id AS id, max(c.parents_left) AS parents_left,
+                   (count(*) FILTER (WHERE p.status = 'completed' OR p.on_failure = 'continue'
+                                       OR c.run_if IN ('finished', 'failed')))::integer AS done,
                    (count(*) FILTER (WHERE p.status <> 'completed'
-                                       AND p.on_failure = 'continue'))::integer AS let_run,
-                   (count(*) FILTER (WHERE p.status <> 'completed'
-                                       AND p.on_failure = 'cancel'))::integer AS stopped
+                                       AND (p.on_failure = 'continue'
+                                            OR c.run_if IN ('finished', 'failed'))))::integer
+                       AS failed
             FROM {schema}.workflow_edges AS e
             JOIN {schema}.jobs AS p ON p.id = e.parent_id
-            WHERE e.parent_id = ANY($1)
+            JOIN {schema}.jobs AS c ON c.id = e.child_id
+            WHERE e.parent_id = ANY($1) AND c.status = 'blocked'
             GROUP BY e.child_id
         ), locked AS (
-            SELECT j.id,
-                   d.completed + d.let_run
-                   + CASE WHEN j.run_if IN ('finished', 'failed') THEN d.stopped ELSE 0 END
-                       AS done,
-                   d.let_run
-                   + CASE WHEN j.run_if IN ('finished', 'failed') THEN d.stopped ELSE 0 END
-                       AS failed
-            FROM counts AS d JOIN {schema}.jobs AS j ON j.id = d.id
-            WHERE j.status = 'blocked'
+            -- A child that still waits for another parent may meet that parent's
+            -- transaction: those are locked first, in id order, so that two such
+            -- transactions queue instead of deadlocking. The others (a fan-out's
+            -- children, a chain's next job) have no other writer to meet.
+            SELECT j.id FROM {schema}.jobs AS j
+            WHERE j.id IN (SELECT id FROM counts WHERE parents_left > done)
+              AND j.status = 'blocked'
             ORDER BY j.id
-            FOR UPDATE OF j
+            FOR UPDATE
         ), released AS (
             UPDATE {schema}.jobs AS c
             SET parents_left = c.parents_left - d.done,
@@ -165,8 +166,10 @@ BEGIN
                 -- changes, and the update stays on its page (HOT).
                 updated_at = CASE WHEN c.parents_left > d.done THEN c.updated_at
                                   ELSE now() END
-            FROM locked AS d
+            FROM counts AS d
+            -- Naming "locked" makes it run, before this scan: an uncorrelated subquery.
             WHERE c.id = d.id AND c.status = 'blocked' AND d.done > 0
+              AND (SELECT count(*) FROM locked) >= 0
             RETURNING c.id, c.queue, c.status
         )
         SELECT count(*) FROM (
