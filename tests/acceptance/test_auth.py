@@ -82,6 +82,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("post", "/jobs/batch"): {"jobs": [{"type": "noop"}]},
     ("post", "/jobs/cancel"): {},
     ("post", "/jobs/retry"): {},
+    ("post", "/workflows"): {"jobs": [{"ref": "a", "type": "noop"}]},
 }
 
 # What the token restricted to queue "other" gets on a job or queue of "default":
@@ -95,6 +96,9 @@ OTHER_QUEUE = {
     ("post", "/jobs/{id}/cancel"): 404,
     ("post", "/queues/{name}/pause"): 403,
     ("post", "/queues/{name}/resume"): 403,
+    ("post", "/workflows"): 403,
+    ("get", "/workflows/{id}"): 404,  # no workflow has the id of the job used
+    ("post", "/workflows/{id}/cancel"): 404,
 }
 
 
