@@ -14,6 +14,10 @@ priority aging on. The variable JQBENCH_MIXED carries it to the worker processes
 JOBQUEUE_METRICS_PORT (without serving the port: nothing scrapes); JQBENCH_METRICS
 carries it to the worker processes.
 
+`drain_workflow_fanout` and `drain_workflow_chain` are `drain` with the jobs made by
+one workflow (bench/workflows.py); JQBENCH_WORKFLOW carries the shape to `fill`.
+`workflow_release` times the completions that release children (bench/workflows.py).
+
 `pressure` offers jobs at a fixed rate (`--rate`, 200 jobs/s) to one worker process,
 and for `--hold` seconds (120) of it keeps another session idle in a transaction,
 holding back the cluster's xmin, as a forgotten `BEGIN` or a long report does: no
@@ -40,6 +44,7 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness
+import workflows
 
 from jobqueue import logs, observability
 from jobqueue.app import JobQueue
@@ -54,6 +59,7 @@ MIXED = os.environ.get("JQBENCH_MIXED") == "1"
 POOLER = os.environ.get("JQBENCH_POOLER_DSN") if os.environ.get("JQBENCH_PGBOUNCER") else None
 METRICS = os.environ.get("JQBENCH_METRICS") == "1"
 MIXED_QUEUES = ("default", "mail=400", "reports=200", "bulk")
+WORKFLOW = os.environ.get("JQBENCH_WORKFLOW")
 
 
 class JobqueueAdapter(harness.Adapter):
@@ -88,7 +94,10 @@ class JobqueueAdapter(harness.Adapter):
         await self.conn.execute(statement)
 
     async def empty(self) -> None:
-        await self.conn.execute(f'TRUNCATE "{SCHEMA}".jobs RESTART IDENTITY CASCADE')
+        await self.conn.execute(
+            f'TRUNCATE "{SCHEMA}".jobs, "{SCHEMA}".workflows, "{SCHEMA}".workflow_edges '
+            "RESTART IDENTITY CASCADE"
+        )
 
     async def enqueue_one(self, seq: int | None) -> None:
         await self.jq.enqueue("bench", None if seq is None else {"seq": seq})
@@ -105,6 +114,9 @@ class JobqueueAdapter(harness.Adapter):
         await self.jq.enqueue_many("bench", [{}] * count)
 
     async def fill(self, count: int) -> None:
+        if WORKFLOW:
+            await workflows.fill(self.jq, WORKFLOW, count)
+            return
         if not MIXED:
             await super().fill(count)
             return
@@ -139,7 +151,7 @@ class JobqueueAdapter(harness.Adapter):
 
     async def counts(self) -> tuple[int, int]:
         row = await self.conn.fetchrow(
-            f"""SELECT count(*) FILTER (WHERE status IN ('pending', 'running')),
+            f"""SELECT count(*) FILTER (WHERE status IN ('blocked', 'pending', 'running')),
                        count(*) FILTER (WHERE status = 'completed')
                 FROM "{SCHEMA}".jobs"""
         )
@@ -343,6 +355,12 @@ if __name__ == "__main__":
         os.environ["JQBENCH_PGBOUNCER"] = "1"  # inherited by the drain's workers
         POOLER = os.environ["JQBENCH_POOLER_DSN"]
         sys.argv[1] = sys.argv[1].removesuffix("_pgbouncer")
+    if sys.argv[1:2] == ["workflow_release"]:
+        harness.emit(workflows.main(sys.argv[2:]))
+        sys.exit(0)
+    if sys.argv[1] in ("drain_workflow_fanout", "drain_workflow_chain"):
+        WORKFLOW = sys.argv[1].removeprefix("drain_workflow_")
+        sys.argv[1] = "drain"
     if sys.argv[1:2] == ["drain_mixed"]:
         os.environ["JQBENCH_MIXED"] = "1"
         MIXED = True

@@ -10,6 +10,7 @@ JSON. It is not a test: nothing here asserts a time.
     jobqueue bench --quick --json                    # a tenth of each workload, as JSON
     jobqueue bench --only pressure --runs 1          # a held xmin at 200 jobs/s, ~4 minutes
     jobqueue bench --only limits                     # what shared limits cost (bench/limits.py)
+    jobqueue bench --only drain_1proc,workflow_fanout,workflow_chain,workflow_release
 """
 
 from __future__ import annotations
@@ -95,6 +96,17 @@ def workloads(scale: float) -> list[Workload]:
                  ("--rate", "200", "--before", str(30 * scale), "--hold", str(120 * scale),
                   "--after", str(60 * scale)), "hold_throughput_ratio", "x",
                  jobqueue_only=True, named_only=True),
+        # Workflows (bench/workflows.py): one parent, 10,000 children and a callback; a
+        # chain of 1,000; the cost of a completion that releases children, by size.
+        Workload("workflow_fanout", "drain_workflow_fanout",
+                 ("--n", n(10_002), "--processes", "1"), "rate", "jobs/s",
+                 jobqueue_only=True, named_only=True),
+        Workload("workflow_chain", "drain_workflow_chain", ("--n", n(1_000), "--processes", "1"),
+                 "rate", "jobs/s", jobqueue_only=True, named_only=True),
+        Workload("workflow_release", "workflow_release",
+                 ("--sizes", ",".join(n(s) for s in (1_000, 10_000, 100_000)), "--rounds", "1"),
+                 f"plain_{n(1_000)}_us_per_completion", "us", jobqueue_only=True,
+                 named_only=True),
         # Memory at the same setting for every system: 100 jobs at a time.
         Workload("worker_rss_mib", "drain",
                  ("--n", n(20_000), "--processes", "1", "--concurrency", "100"),
@@ -257,6 +269,8 @@ ROUND_RATIOS = (
     ("drain_1proc_1M_history_ratio", "drain_1proc_1M_history", "drain_1proc"),
     ("drain_1proc_pgbouncer_ratio", "drain_1proc_pgbouncer", "drain_1proc"),
     ("enqueue_concurrent_pgbouncer_ratio", "enqueue_concurrent_pgbouncer", "enqueue_concurrent"),
+    ("workflow_fanout_ratio", "workflow_fanout", "drain_1proc"),
+    ("workflow_chain_ratio", "workflow_chain", "drain_1proc"),
 )
 
 
@@ -277,6 +291,11 @@ def summarize(figures: dict[str, Any], w: Workload, results: list[dict[str, Any]
         scalars = [k for k, v in results[0].items() if isinstance(v, int | float)]
         figures[w.key] = {k: median_of(results, k) for k in scalars}
         figures[f"{w.key}_tables"] = results[len(results) // 2]["tables"]
+        return
+    if w.command == "workflow_release":
+        scalars = [k for k, v in results[0].items() if k.endswith("_us_per_completion")
+                   or k.endswith("_us_per_child")]  # fmt: skip
+        figures[w.key] = {k: median_of(results, k) for k in scalars}
         return
     if w.command == "latency":
         figures[w.key] = {p: median_of(results, p) for p in ("p50_ms", "p95_ms", "p99_ms")}

@@ -46,11 +46,16 @@ from jobqueue.rows import Rows
 from jobqueue.sync_bridge import SyncBridge
 from jobqueue.task import Task, TaskDecorator, task_decorator
 from jobqueue.worker.worker import Worker, in_process, worker_settings
+from jobqueue.workflows import store as workflows_store
+from jobqueue.workflows.builder import WorkflowBuilder
+from jobqueue.workflows.model import CreatedWorkflow, OnFailure, Workflow
+from jobqueue.workflows.plan import Planned
 
 if TYPE_CHECKING:
     from jobqueue.idempotency import IdempotencyKey
     from jobqueue.new_job import NewJob
     from jobqueue.waiter import Waiter
+    from jobqueue.workflows.schema import NewWorkflow
 
 __all__ = ["AppConnection", "JobQueue", "Task"]
 
@@ -484,6 +489,46 @@ class JobQueue:
         """Cancel every pending and running job matching all the filters given, in batches;
         return how many were cancelled at once (pending) and how many asked to stop."""
         return await control.cancel_many(await self.store(), type=type, queue=queue, by=by)
+
+    # -- workflows (jobqueue.workflows) ------------------------------------------------
+
+    def workflow(
+        self, name: str | None = None, *, on_failure: OnFailure = "cancel"
+    ) -> WorkflowBuilder:
+        """A workflow to build node by node, then ``await wf.enqueue()`` (docs/workflows.md)."""
+        return WorkflowBuilder(self._rows, self._create_workflow, name, on_failure=on_failure)
+
+    async def enqueue_workflow(
+        self,
+        spec: NewWorkflow,
+        *,
+        conn: asyncpg.Connection | None = None,
+        headers: Mapping[str, str | None] | None = None,
+    ) -> CreatedWorkflow:
+        """Store a workflow POST /workflows described (WorkflowError: nothing stored)."""
+        from jobqueue.workflows.schema import planned_of  # pydantic: off the worker path
+
+        jobs = planned_of(spec, self._rows, trace_context.recorded(headers, bulk=True))
+        return await self._create_workflow(spec.name, jobs, conn)
+
+    async def _create_workflow(
+        self, name: str | None, jobs: builtins.list[Planned], conn: AppConnection | None
+    ) -> CreatedWorkflow:
+        created = await self._write(conn, lambda store: workflows_store.create(store, name, jobs))
+        observability.enqueued([p.row for p in jobs])
+        observability.workflow_created(name)
+        return created
+
+    async def get_workflow(self, workflow_id: int) -> Workflow | None:
+        """The workflow and every node's job, or None."""
+        return await workflows_store.get(await self.store(), workflow_id)
+
+    async def cancel_workflow(
+        self, workflow_id: int, *, by: Actor | None = None
+    ) -> Workflow | None:
+        """Cancel every job of the workflow not ended yet (running ones are asked to
+        stop); the workflow then, or None if there is none."""
+        return await workflows_store.cancel(await self.store(), workflow_id, by=by)
 
     # -- queues ------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ class Action(enum.StrEnum):
     QUEUE_LIMITS = "queue.limits"  # its shared limits set (the filter says which)
     TOKEN_CREATE = "token.create"
     TOKEN_REVOKE = "token.revoke"
+    WORKFLOW_CANCEL = "workflow.cancel"
 
 
 OK = "ok"

@@ -42,6 +42,24 @@ class JobContext:
         default=None, repr=False, compare=False
     )
     _job_log: JobLog | None = field(default=None, repr=False, compare=False)
+    workflow_id: int | None = None
+    """The workflow this job belongs to (docs/workflows.md), or None."""
+    parent_results: dict[str, Any] = field(default_factory=dict)
+    """A workflow job's parents' results by ref (None for a parent that returned
+    nothing, or that failed or was cancelled and let this job run anyway)."""
+    failed_parents: tuple[str, ...] = ()
+    """The refs of the parents that did not complete (run_if "finished" or "failed",
+    or a parent whose on_failure is "continue")."""
+
+    @property
+    def parent_result(self) -> Any:
+        """The result of this job's only parent: what a chain passes on. ValueError
+        for a job with several parents (read parent_results) or none."""
+        if len(self.parent_results) != 1:
+            raise ValueError(
+                f"job {self.id} has {len(self.parent_results)} parents; read parent_results"
+            )
+        return next(iter(self.parent_results.values()))
 
     @property
     def cancel_requested(self) -> bool:
@@ -70,6 +88,8 @@ class JobContext:
                 logger_factory_args=("jobqueue.job",),
             )
         )
+        if self.workflow_id is not None:
+            logger = logger.bind(workflow_id=self.workflow_id)
         return logger.bind(job_id=self.id, type=self.type, attempt=self.attempt)
 
     def progress(self, fraction: float | None = None, message: str | None = None) -> None:

@@ -21,9 +21,11 @@ class JobStatus(enum.StrEnum):
 
     A failed attempt with attempts left goes from ``running`` back to ``pending``
     with ``run_at`` in the future. ``failed`` after the last attempt is final
-    until a manual retry.
+    until a manual retry. A workflow's job waits ``blocked`` until its parents have
+    ended (docs/workflows.md), then is ``pending``.
     """
 
+    BLOCKED = "blocked"
     PENDING = "pending"
     RUNNING = "running"
     COMPLETED = "completed"
@@ -109,6 +111,8 @@ class Job:
     """The running attempt's last reported progress (kept when the job ends)."""
     trace_id: str | None = None
     """The trace its enqueuer was in (32 hex digits), if one was recorded (Tracing)."""
+    workflow_id: int | None = None
+    """The workflow the job belongs to (docs/workflows.md), if any."""
 
     @classmethod
     def from_record(cls, record: Any) -> Job:

@@ -83,6 +83,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("post", "/jobs/cancel"): {},
     ("post", "/jobs/retry"): {},
     ("patch", "/queues/{name}"): {"global_limit": 5},
+    ("post", "/workflows"): {"jobs": [{"ref": "a", "type": "noop"}]},
 }
 
 # What the token restricted to queue "other" gets on a job or queue of "default":
@@ -97,6 +98,9 @@ OTHER_QUEUE = {
     ("post", "/queues/{name}/pause"): 403,
     ("post", "/queues/{name}/resume"): 403,
     ("patch", "/queues/{name}"): 403,
+    ("post", "/workflows"): 403,
+    ("get", "/workflows/{id}"): 404,  # no workflow has the id of the job used
+    ("post", "/workflows/{id}/cancel"): 404,
 }
 
 

@@ -15,6 +15,7 @@ from jobqueue.app import JobQueue
 from jobqueue.config import Settings
 from jobqueue.db.sql import queries
 from jobqueue.job import JobStatus
+from jobqueue.workflows import step
 from tests.conftest import MakeRole
 from tests.integration.test_sql import add_finished_jobs, add_pending_jobs
 
@@ -36,6 +37,9 @@ async def test_the_enqueue_role_enqueues_in_its_transactions_and_sees_no_stored_
             again = await app.enqueue("noop", {"n": 4}, unique_key="k", conn=conn)
             async with conn.transaction():  # a savepoint
                 nested = await app.enqueue("noop", {"n": 5}, conn=conn)
+            wf = app.workflow()
+            wf.chain(step("noop", ref="first"), step("noop", ref="then"))
+            workflow = await wf.enqueue(conn=conn)
             # What it enqueued came back whole; once stored, even its own rows are hidden.
             assert (one.type, one.payload, one.status) == (
                 "send_email", {"to": "a@example.com"}, JobStatus.PENDING,
@@ -50,7 +54,7 @@ async def test_the_enqueue_role_enqueues_in_its_transactions_and_sees_no_stored_
             assert (await app.enqueue("noop", unique_key="k")).id == keyed.id
 
         stored = {job.id: job for job in await jq.list(limit=100)}
-        enqueued = [one.id, *many, keyed.id, nested.id, pooled.id]
+        enqueued = [one.id, *many, keyed.id, nested.id, pooled.id, *workflow.jobs.values()]
         assert set(stored) == {others.id, *enqueued}
         assert [stored[i].payload for i in many] == [{"n": 1}, {"n": 2}]
 
@@ -65,7 +69,9 @@ async def test_the_enqueue_role_enqueues_in_its_transactions_and_sees_no_stored_
             with pytest.raises(asyncpg.InsufficientPrivilegeError):
                 await conn.execute(statement)
         tables = await conn.fetch(
-            "SELECT tablename FROM pg_tables WHERE schemaname = $1 AND tablename <> 'jobs'",
+            # workflows: readable for INSERT ... RETURNING id, as jobs are (ids, names, times).
+            "SELECT tablename FROM pg_tables WHERE schemaname = $1"
+            " AND tablename NOT IN ('jobs', 'workflows')",
             schema,
         )
         assert {"job_logs", "job_attempts", "unique_keys", "workers"} <= {

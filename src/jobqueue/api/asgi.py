@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 
-from jobqueue.api import audit_routes, auth, errors, limit_routes, token_routes
+from jobqueue.api import audit_routes, auth, errors, limit_routes, token_routes, workflow_routes
 from jobqueue.api.limits import BodyLimit
 from jobqueue.api.routes import router
 from jobqueue.app import JobQueue
@@ -50,11 +50,11 @@ def create_app(
         admin_secret=admin_secret,
         max_failures=jq.settings.auth_max_failures,
     )
-    app.include_router(router)
-    app.include_router(token_routes.router)
-    app.include_router(audit_routes.router)
-    app.include_router(limit_routes.router)
-    auth.install(app, [router, token_routes.router, audit_routes.router, limit_routes.router])
+    routers = [router, token_routes.router, audit_routes.router, limit_routes.router,
+               workflow_routes.router]  # fmt: skip
+    for each in routers:
+        app.include_router(each)
+    auth.install(app, routers)
     errors.install(app)
     app.add_middleware(BodyLimit, max_request_bytes=jq.settings.max_request_bytes)
     if metrics is not None:  # outermost: it sees every answer, a 413 included

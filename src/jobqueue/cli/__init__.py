@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from jobqueue.cli import admin, audit, jobs, queues, service, tokens, workers
+from jobqueue.cli import admin, audit, jobs, queues, service, tokens, workers, workflows
 from jobqueue.cli.common import Run, UsageError
 from jobqueue.config import ConfigError
 from jobqueue.db.embedded import EmbeddedPostgresError
@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     workers.add_worker_commands(commands)
     queues.add_queue_commands(commands)
     jobs.add_jobs_commands(commands)
+    workflows.add_workflow_commands(commands)
     tokens.add_token_commands(commands)
     audit.add_audit_command(commands)
     return parser

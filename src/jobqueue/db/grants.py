@@ -23,7 +23,11 @@ PURPOSES: tuple[Purpose, ...] = ("enqueue", "worker", "api")
 # Per purpose, table -> privileges. A table that does not exist (yet) is left out of
 # what `jobqueue grants` prints, so a line may name a table of a later migration.
 TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
-    "enqueue": {},  # jobs only: see ENQUEUE_COLUMNS and ENQUEUE_POLICY
+    "enqueue": {
+        # Workflows created in the application's transaction (jq.workflow().enqueue(conn=))
+        "workflows": "SELECT, INSERT",  # RETURNING id
+        "workflow_edges": "INSERT",
+    },
     "worker": {
         "jobs": "SELECT, INSERT, UPDATE, DELETE",  # claims, fenced writes, retention
         "job_attempts": "SELECT, INSERT",
@@ -38,6 +42,8 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         "audit_log": "SELECT, UPDATE, DELETE",  # its retention (FOR UPDATE SKIP LOCKED)
         "idempotency_keys": "SELECT, UPDATE, DELETE",  # forgetting expired keys
         "queue_minutes": "SELECT, INSERT, UPDATE, DELETE",  # the dashboard's series, two days
+        "workflows": "SELECT, UPDATE, DELETE",  # retention takes a finished one whole
+        "workflow_edges": "SELECT, DELETE",  # parents' results; retention
     },
     "api": {
         "jobs": "SELECT, INSERT, UPDATE",  # enqueue, cancel, retry
@@ -52,6 +58,8 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         "audit_log": "SELECT, INSERT, UPDATE",  # a bulk action's count grows per batch
         "idempotency_keys": "SELECT, INSERT, UPDATE",  # taken (or an expired one retaken), bound
         "queue_minutes": "SELECT",  # the dashboard's charts
+        "workflows": "SELECT, INSERT, UPDATE",  # POST /workflows; cancel reads, locks
+        "workflow_edges": "SELECT, INSERT",
     },
 }
 
@@ -59,6 +67,9 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
 ENQUEUE_COLUMNS = (
     "type", "queue", "payload", "priority", "max_attempts", "run_at", "trace_context",
     "concurrency_key",
+    # A workflow's jobs (migration 0019): a job with parents is inserted blocked.
+    "workflow_id", "workflow_ref", "status", "parents_left", "parents_failed", "on_failure",
+    "run_if",
 )  # fmt: skip
 
 # What the enqueue role reads of jobs: SELECT on the table is for INSERT ... RETURNING,

@@ -62,15 +62,16 @@ class ClaimedJob:
     run_at: datetime  # when it fell due: its start minus this is how long it waited
     # The W3C trace context its enqueuer recorded ({"traceparent": ..., "tracestate": ...}).
     trace: dict[str, str] | None = None
+    workflow_id: int | None = None  # the workflow it belongs to, if any
 
     @classmethod
     def from_record(cls, r: Any) -> ClaimedJob:
         # Positional access: claim.sql returns id, type, queue, payload, attempts,
-        # max_attempts, priority, run_at, trace_context, in that order.
+        # max_attempts, priority, run_at, trace_context, workflow_id, in that order.
         payload, trace = r[3], r[8]
         return cls(
             r[0], r[1], r[2], {} if payload == "{}" else json.loads(payload), r[4], r[5], r[6],
-            r[7], None if trace is None else json.loads(trace),
+            r[7], None if trace is None else json.loads(trace), r[9],
         )  # fmt: skip
 
     def context(
@@ -78,13 +79,20 @@ class ClaimedJob:
         cancel: threading.Event | None = None,
         report: Callable[[ClaimedJob, float | None, str | None], None] | None = None,
         job_log: JobLog | None = None,
+        parents: list[ParentResult] | None = None,
     ) -> JobContext:
         """The handler's view of this job; ``report`` receives its progress reports,
-        ``job_log`` keeps its log lines."""
+        ``job_log`` keeps its log lines; ``parents``: a workflow job's."""
         on_progress = None if report is None else functools.partial(report, self)
+        if not parents:
+            return JobContext(
+                self.id, self.type, self.queue, self.attempt, self.max_attempts, cancel,
+                on_progress, job_log, self.workflow_id,
+            )  # fmt: skip
         return JobContext(
             self.id, self.type, self.queue, self.attempt, self.max_attempts, cancel, on_progress,
-            job_log,
+            job_log, self.workflow_id, {p.ref: p.result for p in parents},
+            tuple(p.ref for p in parents if p.status != "completed"),
         )  # fmt: skip
 
     @property
@@ -167,3 +175,30 @@ class MinuteRow:
     failed: int
     wait_p50: float | None
     wait_p95: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeState:
+    """A workflow job's place in its workflow, as stored with it (migration 0019)."""
+
+    ref: str
+    status: str  # pending (no parents) or blocked
+    parents: int
+    on_failure: str  # cancel | continue
+    run_if: str  # completed | finished | failed
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowRow:
+    id: int
+    name: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ParentResult:
+    """A parent of a workflow job, as its handler sees it."""
+
+    ref: str
+    status: str
+    result: Any

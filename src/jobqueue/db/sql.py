@@ -128,6 +128,15 @@ class Queries:
     workers_alive: str
     workers_list: str
     workers_prune: str
+    workflow_adopt: str
+    workflow_cancel: str
+    workflow_create: str
+    workflow_get: str
+    workflow_insert_edges: str
+    workflow_insert_jobs: str
+    workflow_jobs: str
+    workflow_parent_results: str
+    workflow_retention_delete: str
 
     @property
     def channel(self) -> str:

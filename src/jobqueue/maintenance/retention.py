@@ -1,6 +1,7 @@
 """Deletes finished jobs past their retention: JOBQUEUE_RETAIN_COMPLETED for completed and
 cancelled jobs, JOBQUEUE_RETAIN_FAILED for dead letters; and audit log rows past
-JOBQUEUE_RETAIN_AUDIT.
+JOBQUEUE_RETAIN_AUDIT. A workflow's jobs go together, once every one of them is past
+its retention: never half a workflow (docs/workflows.md).
 
 It runs on the maintenance leader, at most once a minute, in batches of BATCH rows
 with a pause between them: each DELETE holds its row locks for milliseconds, and
@@ -20,6 +21,8 @@ from jobqueue.maintenance.batches import in_batches
 log = structlog.get_logger("jobqueue.retention")
 
 BATCH = 1000
+# Workflows per statement: each goes whole, with all of its jobs.
+WORKFLOW_BATCH = 10
 # Between batches: other queries and autovacuum get the table back for a moment.
 PAUSE_SECONDS = 0.05
 # At most this many batches per run, so that a large backlog (retention just turned
@@ -42,6 +45,8 @@ class Retention:
             (["completed", "cancelled"], retain_completed),
             (["failed"], retain_failed),
         ]
+        self._retain_completed = retain_completed
+        self._retain_failed = retain_failed
         self._retain_audit = retain_audit
         self._last_run: float | None = None
 
@@ -65,6 +70,13 @@ class Retention:
                 )
         if deleted:
             log.info(f"Retention deleted {deleted} finished jobs", deleted=deleted)
+        if self._retain_completed is not None or self._retain_failed is not None:
+            workflows = await in_batches(
+                self._delete_workflows, size=WORKFLOW_BATCH, max_batches=MAX_BATCHES,
+                pause=PAUSE_SECONDS,
+            )  # fmt: skip
+            if workflows:
+                log.info(f"Retention deleted {workflows} finished workflows", workflows=workflows)
         if self._retain_audit is not None:
             await self.expire_audit(self._retain_audit)
         # Unique keys whose hold has ended.
@@ -86,6 +98,13 @@ class Retention:
         if expired:
             log.info(f"Retention deleted {expired} audit log rows", deleted=expired)
         return expired
+
+    async def _delete_workflows(self, limit: int) -> int:
+        return await self._store.workflow_retention_delete(
+            completed_seconds=self._retain_completed,
+            failed_seconds=self._retain_failed,
+            limit=limit,
+        )
 
     async def _delete(self, limit: int, *, statuses: list[str], older_than_seconds: float) -> int:
         return await self._store.retention_delete(

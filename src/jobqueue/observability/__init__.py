@@ -29,7 +29,15 @@ if TYPE_CHECKING:
     from jobqueue.observability.joblogs import JobLogs
     from jobqueue.observability.metrics import ProcessMetrics
 
-__all__ = ["AttemptObserver", "Outcome", "enqueued", "job_logs", "observers", "start_metrics"]
+__all__ = [
+    "AttemptObserver",
+    "Outcome",
+    "enqueued",
+    "job_logs",
+    "observers",
+    "start_metrics",
+    "workflow_created",
+]
 
 # This process's metrics, once it exports them (start_metrics); None: it counts nothing.
 _metrics: ProcessMetrics | None = None
@@ -93,6 +101,12 @@ def job_logs(settings: Settings, store: Store, worker_id: str) -> JobLogs | None
         interval=settings.progress_interval,
         stdlib=settings.job_logs == "all",
     )
+
+
+def workflow_created(name: str | None) -> None:
+    """A workflow was stored (its jobs are counted by ``enqueued``)."""
+    if _metrics is not None:
+        _metrics.workflow_created(name)
 
 
 def enqueued(rows: Sequence[JobOptions], count: int = 1) -> None:

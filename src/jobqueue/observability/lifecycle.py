@@ -60,6 +60,8 @@ def attempt_fields(job: ClaimedJob, worker_id: str | None, started: datetime) ->
     }
     if job.trace is not None and (traced := trace_id(job.trace)) is not None:
         fields["trace_id"] = traced
+    if job.workflow_id is not None:
+        fields["workflow_id"] = job.workflow_id
     return fields
 
 

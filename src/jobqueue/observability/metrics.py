@@ -98,6 +98,12 @@ class Metrics:
         self.enqueued = Counter(
             "jobqueue_jobs_enqueued", "Jobs stored by this process.", job, registry=r
         )
+        self.workflows = Counter(
+            "jobqueue_workflows_created",
+            "Workflows stored by this process, by name (empty when unnamed).",
+            ["workflow"],
+            registry=r,
+        )
         self.finished = Counter(
             "jobqueue_jobs_finished",
             "Attempts ended, by outcome: completed, retried, failed, cancelled, discarded, "
@@ -353,6 +359,9 @@ class ProcessMetrics:
             if counter is None:
                 counter = self._enqueued[key] = self.metrics.enqueued.labels(*key)
             counter.inc(count)
+
+    def workflow_created(self, name: str | None) -> None:
+        self.metrics.workflows.labels(name or "").inc()
 
     def watch(self, pool: asyncpg.Pool, worker: Any, clock: Clock | None) -> None:
         """Sample ``pool`` and ``worker`` (a jobqueue.worker.Worker, or None: its

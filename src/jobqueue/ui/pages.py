@@ -33,6 +33,7 @@ from jobqueue.maintenance.leader import ROLE as LEADER_ROLE
 from jobqueue.tokens import Principal, Scope
 from jobqueue.ui import audit, bulk, charts, inprocess, session
 from jobqueue.ui.live import Hub
+from jobqueue.workflows.model import Workflow
 
 router = APIRouter()
 PAGE_SIZE = 50
@@ -454,11 +455,14 @@ async def job_page(request: Request, job_id: int) -> HTMLResponse:
     attempts = access.shown_attempts(await jq.attempts(job_id), who)
     trace_url = jq.settings.trace_url
     payloads = who.has(Scope.PAYLOADS)
+    workflow = None if job.workflow_id is None else await jq.get_workflow(job.workflow_id)
     return render(
         request,
         "job.html",
         who,
         job=job,
+        workflow=workflow,
+        **workflow_nodes(workflow, who),
         attempts=attempts,
         payloads=payloads,
         payload=json.dumps(job.payload, indent=2, sort_keys=True) if payloads else None,
@@ -470,6 +474,26 @@ async def job_page(request: Request, job_id: int) -> HTMLResponse:
         may_cancel=who.has(Scope.CONTROL) and job.status not in FINAL_STATES,
         running=job.status == JobStatus.RUNNING,
     )
+
+
+@router.get("/workflows/{workflow_id}", response_class=HTMLResponse)
+async def workflow_page(request: Request, workflow_id: int) -> HTMLResponse:
+    who = await session.principal(request)
+    workflow = await jobqueue(request).get_workflow(workflow_id)
+    if workflow is None:
+        raise HTTPException(404, detail=f"workflow {workflow_id} not found")
+    nodes = workflow_nodes(workflow, who)
+    if not nodes["nodes"]:  # none within the token's reach: as if there were none
+        raise HTTPException(404, detail=f"workflow {workflow_id} not found")
+    return render(request, "workflow.html", who, workflow=workflow, **nodes)
+
+
+def workflow_nodes(workflow: Workflow | None, who: Principal) -> dict[str, Any]:
+    """The workflow's jobs ``who`` may see, and how many it may not."""
+    if workflow is None:
+        return {"nodes": [], "hidden": 0}
+    nodes = [n for n in workflow.jobs if who.allows(queue=n.job.queue, type=n.job.type)]
+    return {"nodes": nodes, "hidden": len(workflow.jobs) - len(nodes)}
 
 
 @router.post("/jobs/{job_id}/retry")

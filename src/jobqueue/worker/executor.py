@@ -12,7 +12,7 @@ import contextvars
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from jobqueue import results
-from jobqueue.db.records import ClaimedJob
+from jobqueue.db.records import ClaimedJob, ParentResult
 from jobqueue.observability import lifecycle
 from jobqueue.observability.attempts import AttemptObserver, Outcome
 from jobqueue.retry import Discard, RetryAt, RetryPolicy
@@ -70,6 +70,7 @@ class Executor:
         observers: Sequence[AttemptObserver] = (),
         job_logs: JobLogs | None = None,
         worker_id: str | None = None,
+        parents: Callable[[int], Awaitable[list[ParentResult]]] | None = None,
     ) -> None:
         self._tasks = tasks
         self._slots = slots
@@ -84,6 +85,7 @@ class Executor:
         self._observers = tuple(observers)
         self._job_logs = job_logs
         self._worker_id = worker_id  # for the log events
+        self._parents = parents  # a workflow job's parents, for its context
         # Set by the metrics (observability/metrics.py), which add it up in bulk: one
         # extend per attempt costs a fraction of an observer's calls. Six items per
         # attempt: queue, type, run_at, outcome, monotonic start and end (no job kept).
@@ -239,15 +241,19 @@ class Executor:
             payload = task.load(job.payload)
         except PayloadError as exc:  # it would not match on any later attempt either
             raise Discard(str(exc)) from None
+        # Only a workflow job's handler that takes a context reads its parents: one query.
+        parents = None
+        if job.workflow_id is not None and task.takes_context and self._parents is not None:
+            parents = await self._parents(job.id)
         if not task.takes_context:
             args: tuple[Any, ...] = (payload,)
         elif task.isolated:  # stopped by cancellation itself; in a process of its own
-            args = (payload, job.context())
+            args = (payload, job.context(parents=parents))
         elif task.is_async:  # stopped by cancellation itself
-            args = (payload, job.context(None, self._report, self._job_log(job)))
+            args = (payload, job.context(None, self._report, self._job_log(job), parents))
         else:
             flag = self._cancel_flags[job.id] = threading.Event()
-            args = (payload, job.context(flag, self._report, self._job_log(job)))
+            args = (payload, job.context(flag, self._report, self._job_log(job), parents))
         timeout = task.timeout if task.timeout is not None else self._default_timeout
         if timeout is None:  # the common case, on the hot path: no timeout context
             return await self._call(task, args)

@@ -136,6 +136,7 @@ class Worker:
             observers=observers(settings, tasks, worker_id=self.id, job_logs=self.job_logs),
             job_logs=self.job_logs,
             worker_id=self.id,
+            parents=lambda job_id: store.workflow_parent_results(job_id=job_id),
         )
         self.producer = Producer(
             store,

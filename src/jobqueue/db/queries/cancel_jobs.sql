@@ -1,15 +1,15 @@
 -- Cancels one job ($1) or every one matching the filters ($2 type, $3 queue; NULL:
 -- any), at most $4 per call (the caller repeats until a batch comes back short).
--- A pending job is cancelled at once. A running job is asked to stop: its worker
--- learns of it by NOTIFY on the cancel channel (payload: the job id), or at its next
+-- A pending (or blocked: a workflow's) job is cancelled at once. A running job is asked
+-- to stop: its worker learns of it by NOTIFY on the cancel channel (payload: the job id), or at its next
 -- heartbeat if it missed that, and ends the job cancelled. A running job already
 -- asked is not picked again, so that the caller's loop ends.
 -- $5 is "now": NULL for the database's clock, a time for a test's (db/store.py).
 WITH picked AS (
     SELECT id
     FROM {schema}.jobs
-    WHERE status IN ('pending', 'running')
-      AND (status = 'pending' OR cancel_requested_at IS NULL)
+    WHERE status IN ('blocked', 'pending', 'running')
+      AND (status <> 'running' OR cancel_requested_at IS NULL)
       AND ($1::bigint IS NULL OR id = $1)
       AND ($2::text IS NULL OR type = $2)
       AND ($3::text IS NULL OR queue = $3)
@@ -18,8 +18,8 @@ WITH picked AS (
     FOR UPDATE SKIP LOCKED
 ), cancelled AS (
     UPDATE {schema}.jobs AS j
-    SET status = CASE WHEN j.status = 'pending' THEN 'cancelled' ELSE j.status END,
-        finished_at = CASE WHEN j.status = 'pending' THEN COALESCE($5::timestamptz, now()) END,
+    SET status = CASE WHEN j.status <> 'running' THEN 'cancelled' ELSE j.status END,
+        finished_at = CASE WHEN j.status <> 'running' THEN COALESCE($5::timestamptz, now()) END,
         cancel_requested_at = COALESCE($5::timestamptz, now()),
         updated_at = COALESCE($5::timestamptz, now())
     WHERE j.id = ANY(ARRAY(SELECT id FROM picked))

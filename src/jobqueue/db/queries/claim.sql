@@ -53,4 +53,4 @@ SET status = 'running',
     progress = NULL  -- progress belongs to an attempt
 WHERE j.id = ANY(ARRAY(SELECT id FROM better UNION ALL SELECT id FROM after))
 RETURNING j.id, j.type, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-          j.trace_context
+          j.trace_context, j.workflow_id

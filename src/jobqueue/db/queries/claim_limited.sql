@@ -137,7 +137,7 @@ WITH RECURSIVE q AS MATERIALIZED (
     WHERE j.id = ANY(ARRAY(SELECT id FROM plain UNION ALL SELECT id FROM keyed
                            UNION ALL SELECT id FROM keyless))
     RETURNING j.id, j.type, j.queue, j.payload, j.attempts, j.max_attempts, j.priority,
-              j.run_at, j.trace_context, j.concurrency_key
+              j.run_at, j.trace_context, j.workflow_id, j.concurrency_key
 ), logged AS (
     INSERT INTO {schema}.queue_starts (queue, key, at)
     SELECT $1, c.concurrency_key, q.t
@@ -157,5 +157,7 @@ WITH RECURSIVE q AS MATERIALIZED (
     FROM q
     WHERE qs.name = $1 AND q.keyed
 )
-SELECT id, type, queue, payload, attempts, max_attempts, priority, run_at, trace_context
+-- The columns of claim.sql, in its order (ClaimedJob.from_record).
+SELECT id, type, queue, payload, attempts, max_attempts, priority, run_at, trace_context,
+       workflow_id
 FROM claimed

@@ -1,0 +1,54 @@
+"""``workflows get|cancel``: one workflow and the state of each of its jobs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from jobqueue.audit import Actor
+from jobqueue.cli.common import Commands, add_output_flags, client, with_jobqueue
+from jobqueue.cli.output import print_json, print_table
+from jobqueue.workflows.model import Workflow
+
+
+def add_workflow_commands(commands: Commands) -> None:
+    workflows = commands.add_parser(
+        "workflows", help="inspect and cancel workflows"
+    ).add_subparsers(dest="workflows_command", required=True, metavar="COMMAND")
+    cmd = workflows.add_parser("get", help="show a workflow and each job's state")
+    cmd.add_argument("id", type=int)
+    add_output_flags(cmd)
+    cmd.set_defaults(run=run_get)
+    cmd = workflows.add_parser("cancel", help="cancel every job of a workflow not ended yet")
+    cmd.add_argument("id", type=int)
+    add_output_flags(cmd)
+    cmd.set_defaults(run=run_cancel)
+
+
+def run_get(args: argparse.Namespace) -> int:
+    jq = client(args)
+    return show(with_jobqueue(jq, lambda: jq.get_workflow(args.id)), args)
+
+
+def run_cancel(args: argparse.Namespace) -> int:
+    jq = client(args)
+    return show(with_jobqueue(jq, lambda: jq.cancel_workflow(args.id, by=Actor.cli())), args)
+
+
+def show(workflow: Workflow | None, args: argparse.Namespace) -> int:
+    if workflow is None:
+        print(f"jobqueue: error: workflow {args.id} not found", file=sys.stderr)
+        return 1
+    if args.json:
+        from jobqueue.encoding import to_jsonable
+
+        print_json(to_jsonable(workflow))
+        return 0
+    name = f" ({workflow.name})" if workflow.name else ""
+    print(f"workflow {workflow.id}{name}: {workflow.status}, {len(workflow.jobs)} jobs")
+    rows = [
+        [n.ref, str(n.job.id), n.job.type, str(n.job.status), ",".join(n.depends_on)]
+        for n in workflow.jobs
+    ]
+    print_table(["REF", "ID", "TYPE", "STATE", "DEPENDS ON"], rows, "no jobs")
+    return 0

@@ -1,0 +1,41 @@
+"""What a workflow job's handler and its log lines know of the workflow."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+import structlog
+
+from jobqueue.db.records import ClaimedJob, ParentResult
+from jobqueue.observability.lifecycle import attempt_fields
+
+NOW = datetime.now(UTC)
+IN_WORKFLOW = ClaimedJob(7, "load", "default", {}, 1, 3, 0, NOW, None, 42)
+ALONE = ClaimedJob(8, "load", "default", {}, 1, 3, 0, NOW)
+
+
+def test_the_attempt_events_name_the_workflow_of_a_workflow_job_only() -> None:
+    assert attempt_fields(IN_WORKFLOW, "w", NOW)["workflow_id"] == 42
+    assert "workflow_id" not in attempt_fields(ALONE, "w", NOW)
+
+
+def test_ctx_log_lines_carry_the_workflow() -> None:
+    with structlog.testing.capture_logs() as lines:
+        IN_WORKFLOW.context().log.info("loading")
+        ALONE.context().log.info("alone")
+    assert lines[0]["workflow_id"] == 42
+    assert "workflow_id" not in lines[1]
+
+
+def test_parent_results_by_ref_and_the_only_parents_result() -> None:
+    one = IN_WORKFLOW.context(parents=[ParentResult("extract", "completed", [1, 2])])
+    assert (one.workflow_id, one.parent_result, one.failed_parents) == (42, [1, 2], ())
+    two = IN_WORKFLOW.context(
+        parents=[ParentResult("b", "completed", 1), ParentResult("c", "failed", None)]
+    )
+    assert two.parent_results == {"b": 1, "c": None}
+    assert two.failed_parents == ("c",)
+    with pytest.raises(ValueError, match="has 2 parents; read parent_results"):
+        _ = two.parent_result
+    assert ALONE.context().parent_results == {}
