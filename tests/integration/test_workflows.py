@@ -401,3 +401,35 @@ async def test_a_parent_retried_within_its_attempts_or_timed_out_for_good(
     assert done["slow"].status == JobStatus.FAILED
     assert "timeout" in (done["slow"].last_error or "")
     assert done["after_slow"].status == JobStatus.CANCELLED
+
+
+async def test_a_workflow_in_a_limited_queue_keeps_its_limit_and_its_results(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    """Released children wait for a slot of their queue's global limit like any job,
+    and still read their parents' results."""
+    running = 0
+    most = 0
+
+    @jq.task("slow", queue="mail")
+    async def slow(payload: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await asyncio.sleep(0.05)
+        running -= 1
+        return {"n": payload["n"], "seen": sorted(ctx.parent_results)}
+
+    await jq.set_limits("mail", global_limit=2)
+    wf = jq.workflow("limited")
+    root = wf.add("slow", {"n": 0}, ref="root")
+    fan = [wf.add("slow", {"n": i}, ref=f"c{i}", depends_on=[root]) for i in range(1, 7)]
+    wf.add("slow", {"n": 7}, ref="last", depends_on=fan)
+    created = await wf.enqueue()
+
+    await start_worker(queues=("mail",), worker_count=10)
+    done = await wait_all(jq, created.jobs)
+    assert {job.status for job in done.values()} == {JobStatus.COMPLETED}
+    assert most == 2
+    assert done["c3"].result == {"n": 3, "seen": ["root"]}
+    assert done["last"].result == {"n": 7, "seen": [f"c{i}" for i in range(1, 7)]}
