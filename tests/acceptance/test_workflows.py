@@ -82,6 +82,9 @@ def test_workflows_over_http_and_the_command_line(
     answer = httpx.post(f"{base}/workflows", json={"jobs": [node("x", "noop"), {"ref": "y"}]})
     assert answer.status_code == 422
     assert answer.json()["detail"][0]["field"] == "jobs.1.type"
+    answer = httpx.post(f"{base}/workflows", json={"jobs": [{"ref": "x\x00", "type": "noop"}]})
+    assert answer.status_code == 422  # a NUL: no text PostgreSQL can store
+    assert answer.json()["detail"][0]["field"] == "jobs.0.ref"
     assert fetch(pg_dsn, f'SELECT count(*) FROM "{schema}".jobs') == before
 
     # A long first job: the rest is still blocked when the workflow is cancelled.

@@ -5,14 +5,21 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+from jobqueue import fields
 from jobqueue.new_job import NewJob
 from jobqueue.rows import Rows
 from jobqueue.workflows.model import MAX_JOBS, REF_MAX_LENGTH, OnFailure, RunIf, WorkflowError
 from jobqueue.workflows.plan import Planned, check, planned
 
-Ref = Annotated[str, StringConstraints(min_length=1, max_length=REF_MAX_LENGTH)]
+# Stored as text: one the database cannot store (a NUL, half a surrogate pair) is a
+# 422 naming the field, as for a job's own text.
+Ref = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=REF_MAX_LENGTH),
+    AfterValidator(fields.storable),
+]
 
 
 class NewWorkflowJob(NewJob):
@@ -49,7 +56,9 @@ class NewWorkflow(BaseModel):
         },
     )
 
-    name: Annotated[str, StringConstraints(max_length=200)] | None = None
+    name: (
+        Annotated[str, StringConstraints(max_length=200), AfterValidator(fields.storable)] | None
+    ) = None
     on_failure: OnFailure = Field(
         default="cancel", description="The jobs' on_failure unless they set their own."
     )
