@@ -144,9 +144,6 @@ async def insert_unique(
     store: Store, row: JobRow, key: str, hold: float | None
 ) -> tuple[Job, bool]:
     """The job, stored if no other job holds ``key`` (True); else the holder (False)."""
-    if row.concurrency_key is not None:
-        # Migration 0016's function, which stores unique jobs, takes no key.
-        raise ValueError("concurrency_key: not supported with a unique_key")
     # A holder can finish (or be deleted) between our attempt and our look at it:
     # then the key is free, and the next attempt takes it.
     for _ in range(UNIQUE_ATTEMPTS):

@@ -113,6 +113,8 @@ class Job:
     """The trace its enqueuer was in (32 hex digits), if one was recorded (Tracing)."""
     workflow_id: int | None = None
     """The workflow the job belongs to (docs/workflows.md), if any."""
+    concurrency_key: str | None = None
+    """The key its queue's per-key limits count it under (docs/limits.md), if any."""
 
     @classmethod
     def from_record(cls, record: Any) -> Job:

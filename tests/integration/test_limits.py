@@ -156,3 +156,15 @@ def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield plan
     for child in plan.get("Plans", []):
         yield from nodes(child)
+
+
+async def test_a_unique_job_carries_its_concurrency_key(jq: JobQueue) -> None:
+    await jq.set_limits("mail", key_limit=1)
+    first = await jq.enqueue("x", queue="mail", unique_key="report-1", concurrency_key="acme")
+    again = await jq.enqueue("x", queue="mail", unique_key="report-1", concurrency_key="acme")
+    assert again.id == first.id  # the holder, not a second job
+    await fill(jq, "mail", 2, key="acme")
+    got = await jq.get(first.id)
+    assert got is not None
+    assert got.concurrency_key == "acme"
+    assert len(await claim(jq, "mail")) == 1  # one of acme's three at a time

@@ -83,10 +83,11 @@ ENQUEUE_POLICY = (
     "USING (ctid = '(4294967295,0)'::tid);"
 )
 
-# Migration 0016's functions, run as the owner: enqueueing under a unique key.
+# Migration 0016's functions (0021's enqueue_unique), run as the owner: enqueueing under
+# a unique key.
 FUNCTIONS = (
     "enqueue_unique(text, text, jsonb, integer, integer, timestamptz, float8, text, float8, "
-    "timestamptz, jsonb)",
+    "timestamptz, jsonb, text)",
     "unique_holder(text)",
 )
 

@@ -190,7 +190,7 @@ class Store:
         """The job, stored if ``unique_key`` is free (None: it is held)."""
         record = await self.db.fetchrow(
             self._q.enqueue_unique, *_values(row), unique_key, hold_seconds, self.clock.now(),
-            row.trace,
+            row.trace, row.concurrency_key,
         )  # fmt: skip
         return None if record is None else Job.from_record(record)
 
