@@ -433,3 +433,17 @@ async def test_a_workflow_in_a_limited_queue_keeps_its_limit_and_its_results(
     assert most == 2
     assert done["c3"].result == {"n": 3, "seen": ["root"]}
     assert done["last"].result == {"n": 7, "seen": [f"c{i}" for i in range(1, 7)]}
+
+
+async def test_workflow_jobs_keep_their_concurrency_keys(jq: JobQueue) -> None:
+    wf = jq.workflow("keyed")
+    a = wf.add("node", {}, ref="a", queue="mail", concurrency_key="acme")
+    wf.add("node", {}, ref="b", queue="mail", depends_on=[a], concurrency_key="globex")
+    wf.add("node", {}, ref="c", unique_key="wf-c", concurrency_key="initech")
+    created = await wf.enqueue()
+    keys = {}
+    for ref, job_id in created.jobs.items():
+        job = await jq.get(job_id)
+        assert job is not None
+        keys[ref] = job.concurrency_key
+    assert keys == {"a": "acme", "b": "globex", "c": "initech"}

@@ -150,15 +150,7 @@ class Store:
     async def enqueue_rows(self, *, rows: Sequence[JobRow]) -> list[Job]:
         """Many rows in one statement, in order."""
         now = self.clock.now()
-        columns = [
-            [r.type for r in rows],
-            [r.queue for r in rows],
-            [r.payload for r in rows],
-            [r.priority for r in rows],
-            [r.max_attempts for r in rows],
-            [r.run_at for r in rows],
-            [r.delay_seconds for r in rows],
-        ]
+        columns = _columns(rows)
         traces = [r.trace for r in rows]
         keys = [r.concurrency_key for r in rows]
         return [
@@ -540,19 +532,12 @@ class Store:
         self, *, workflow_id: int, rows: Sequence[JobRow], nodes: Sequence[NodeState]
     ) -> list[int]:
         """A workflow's jobs without unique keys, in one statement; their ids in order."""
-        columns = [
-            [r.type for r in rows],
-            [r.queue for r in rows],
-            [r.payload for r in rows],
-            [r.priority for r in rows],
-            [r.max_attempts for r in rows],
-            [r.run_at for r in rows],
-            [r.delay_seconds for r in rows],
-        ]
+        columns = _columns(rows)
         records = await self.db.fetch(
             self._q.workflow_insert_jobs, *columns, self.clock.now(), [r.trace for r in rows],
             workflow_id, [n.ref for n in nodes], [n.status for n in nodes],
             [n.parents for n in nodes], [n.on_failure for n in nodes], [n.run_if for n in nodes],
+            [r.concurrency_key for r in rows],
         )  # fmt: skip
         return [r[0] for r in records]
 
@@ -744,6 +729,20 @@ class Store:
     async def schema_tables(self) -> set[str]:
         """The names of the schema's tables."""
         return {row["name"] for row in await self.db.fetch(self._q.schema_tables)}
+
+
+def _columns(rows: Sequence[JobRow]) -> list[list[Any]]:
+    """Rows as the column arrays of the first seven placeholders of the queries that
+    insert many (enqueue_rows.sql, workflow_insert_jobs.sql)."""
+    return [
+        [r.type for r in rows],
+        [r.queue for r in rows],
+        [r.payload for r in rows],
+        [r.priority for r in rows],
+        [r.max_attempts for r in rows],
+        [r.run_at for r in rows],
+        [r.delay_seconds for r in rows],
+    ]
 
 
 def _values(row: JobRow) -> tuple[Any, ...]:

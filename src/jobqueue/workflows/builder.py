@@ -83,8 +83,9 @@ Parents = Iterable[Node | str]
 Creator = Callable[[str | None, list[Planned], Any], Awaitable[CreatedWorkflow]]
 
 _OPTIONS = frozenset(
-    {"queue", "priority", "max_attempts", "run_at", "delay_seconds", "unique_key", "unique_for"}
-)
+    {"queue", "priority", "max_attempts", "run_at", "delay_seconds", "unique_key", "unique_for",
+     "concurrency_key"}
+)  # fmt: skip
 
 
 class WorkflowBuilder:
@@ -123,12 +124,14 @@ class WorkflowBuilder:
         delay_seconds: float | None = None,
         unique_key: str | None = None,
         unique_for: float | None = None,
+        concurrency_key: str | None = None,
     ) -> Node:
-        """One job, waiting for the nodes ``depends_on`` (nodes or their refs)."""
+        """One job, waiting for the nodes ``depends_on`` (nodes or their refs). The other
+        options are ``jq.enqueue``'s."""
         given = {
             "queue": queue, "priority": priority, "max_attempts": max_attempts,
             "run_at": run_at, "delay_seconds": delay_seconds, "unique_key": unique_key,
-            "unique_for": unique_for,
+            "unique_for": unique_for, "concurrency_key": concurrency_key,
         }  # fmt: skip
         options = {k: v for k, v in given.items() if v is not None}
         if isinstance(type, Step):
@@ -207,6 +210,7 @@ class WorkflowBuilder:
                     run_at=o.get("run_at"),
                     delay_seconds=o.get("delay_seconds"),
                     trace=trace,
+                    concurrency_key=o.get("concurrency_key"),
                 )
             except WorkflowError:
                 raise
