@@ -48,11 +48,15 @@ async def migrate(conn: asyncpg.Connection, schema: str) -> list[int]:
 
 async def created_by_anyone(create: Callable[[], Awaitable[None]]) -> None:
     """``create()``, an "IF NOT EXISTS" statement, where another starter may be creating
-    the same: the loser of that race fails on a catalog's unique index once the winner
-    has committed, so the object exists either way. (Taking the lock first would not
-    help: after waiting for it, a transaction's catalog lookups may not see the
-    winner's object yet, and fail the same way.)"""
+    the same: the loser of that race fails (on a catalog's unique index, or finding the
+    schema, the table or its row type) once the winner has committed, so the object
+    exists either way. (Taking the lock first would not help: after waiting for it, a
+    transaction's catalog lookups may not see the winner's object yet, and fail the
+    same way.)"""
     with contextlib.suppress(
-        asyncpg.UniqueViolationError, asyncpg.DuplicateSchemaError, asyncpg.DuplicateTableError
+        asyncpg.UniqueViolationError,  # on a catalog's index
+        asyncpg.DuplicateSchemaError,
+        asyncpg.DuplicateTableError,
+        asyncpg.DuplicateObjectError,  # the table's row type, found first
     ):
         await create()
