@@ -17,7 +17,7 @@ import asyncpg
 from jobqueue.config import Settings
 from jobqueue.db.embedded import EmbeddedPostgres
 from jobqueue.db.migrate import migrate
-from jobqueue.db.pool import connect, create_pool, resolve_dsn
+from jobqueue.db.pool import connect_session, create_pool, resolve_dsn
 from jobqueue.db.store import Clock, Store
 from jobqueue.enqueuer import Enqueuer
 from jobqueue.waiter import Waiter
@@ -107,10 +107,7 @@ class Database:
     async def session(self) -> asyncpg.Connection:
         """A connection of its own, to the direct session if there is one, else
         through the pooler."""
-        direct = await self.resolved_direct_dsn()
-        if direct is None:
-            return await connect(await self.resolved_dsn(), pooler=True)
-        return await connect(direct)
+        return await connect_session(self.settings, await self.resolved_dsn())
 
     async def close_loop(self, *, terminate: bool = False) -> None:
         """Close this event loop's pool; the next use opens a new one."""

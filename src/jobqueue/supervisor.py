@@ -26,7 +26,7 @@ import structlog
 from jobqueue import config, wakeups
 from jobqueue.config import Settings
 from jobqueue.db.migrate import migrate
-from jobqueue.db.pool import connect, is_unavailable, resolve_dsn
+from jobqueue.db.pool import connect_session, is_unavailable, resolve_dsn
 
 log = structlog.get_logger("jobqueue.supervisor")
 
@@ -37,11 +37,10 @@ _PR_SET_PDEATHSIG = 1
 def run(settings: Settings, processes: int) -> int:
     dsn, embedded = resolve_dsn(settings)
     try:
-        direct = settings.direct_dsn(dsn)
         if settings.migrate:
-            migrate_when_reachable(direct or dsn, settings.schema, pooler=direct is None)
+            migrate_when_reachable(settings, dsn)
         env = child_environment(settings, dsn) | {wakeups.RELAYED: "1"}
-        relay = wakeups.Relay(direct, settings.schema)
+        relay = wakeups.Relay(settings.direct_dsn(dsn), settings.schema)
         relay.start()
         try:
             if settings.metrics == "on" and settings.metrics_port is not None:
@@ -61,13 +60,13 @@ def run(settings: Settings, processes: int) -> int:
             embedded.stop()
 
 
-def migrate_when_reachable(dsn: str, schema: str, *, pooler: bool) -> None:
+def migrate_when_reachable(settings: Settings, dsn: str) -> None:
     """Migrate, waiting out a database outage as every worker does (a signal meanwhile
     ends the supervisor, with nothing started yet)."""
     backoff = 0.5
     while True:
         try:
-            asyncio.run(_migrate(dsn, schema, pooler))
+            asyncio.run(_migrate(settings, dsn))
             return
         except Exception as exc:
             if not is_unavailable(exc):
@@ -77,10 +76,10 @@ def migrate_when_reachable(dsn: str, schema: str, *, pooler: bool) -> None:
             backoff = min(backoff * 2, 5.0)
 
 
-async def _migrate(dsn: str, schema: str, pooler: bool) -> None:
-    conn = await connect(dsn, pooler=pooler)
+async def _migrate(settings: Settings, dsn: str) -> None:
+    conn = await connect_session(settings, dsn)
     try:
-        await migrate(conn, schema)
+        await migrate(conn, settings.schema)
     finally:
         await conn.close()
 

@@ -249,6 +249,13 @@ async def connect_each_host(dsn: str, **options: Any) -> asyncpg.Connection:
     return conn
 
 
+async def connect_session(settings: Settings, dsn: str) -> asyncpg.Connection:
+    """A connection of its own for ``dsn`` (DATABASE_URL, resolved): to the direct
+    session if there is one, else through the pooler (poll-only, Settings.poll_only)."""
+    direct = settings.direct_dsn(dsn)
+    return await connect(direct or dsn, pooler=direct is None)
+
+
 # The error of a query on a connection whose backend was terminated while it sat idle:
 # asyncpg read the server's FATAL message with no query in flight, took it for a
 # protocol error and waits for a ReadyForQuery that never comes; until it reads the
