@@ -147,12 +147,15 @@ def test_overview_counts_and_a_job_enqueued_over_http_turning_completed_live(
     assert page.evaluate("window.notReloaded") is True
 
     # The leader writes a minute once it is over (tests/integration/test_series.py): an
-    # older minute, written as it would be, stands for that wait here.
+    # older minute, written as it would be, stands for that wait here. Its sample is
+    # marked taken: else the leader's next pass would sample it again, find none of its
+    # jobs, and clear the waits before the page shows them.
     with psycopg.connect(env["DATABASE_URL"], autocommit=True) as conn:
         conn.execute(
             f"""INSERT INTO "{env["JOBQUEUE_SCHEMA"]}".queue_minutes
+                    (minute, queue, completed, failed, wait_p50, wait_p95, waited)
                 VALUES (date_trunc('minute', now()) - interval '5 minutes', 'default',
-                        7, 2, 0.05, 0.4)"""
+                        7, 2, 0.05, 0.4, true)"""
         )
     page.goto(f"{base}/ui/")
     expect(page.locator("svg.chart rect.failed")).to_have_count(1)
