@@ -116,6 +116,7 @@ class Database:
             return
         if found.waiter is not None:
             await found.waiter.close()
+        await found.enqueuer.close()
         if terminate:
             found.pool.terminate()
         else:

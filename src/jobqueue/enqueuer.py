@@ -29,7 +29,7 @@ from typing import TypeVar
 
 import asyncpg
 
-from jobqueue.db.pool import error_text, is_unavailable, never_sent
+from jobqueue.db.pool import KeptConnection, error_text, is_unavailable, never_sent
 from jobqueue.db.records import JobRow
 from jobqueue.db.store import Store
 from jobqueue.errors import EnqueueError, EnqueueFailed, EnqueueOutcomeUnknown
@@ -55,10 +55,14 @@ CONNECT_BACKOFF = 0.05
 Pending = tuple[JobRow, "asyncio.Future[Job]"]
 
 
-async def on_pool(store: Store, write: Callable[[Store], Awaitable[T]]) -> T:
+async def on_pool(
+    store: Store, write: Callable[[Store], Awaitable[T]], kept: KeptConnection | None = None
+) -> T:
     """``write`` run on one connection of ``store``'s pool, under enqueue's error
     contract: its result; EnqueueFailed if nothing was stored; EnqueueOutcomeUnknown
     if the connection died once a statement was sent; any other error as it is.
+    ``kept``: where to take the connection from and give it back to (the Enqueuer's,
+    kept across back-to-back enqueues), else the pool.
 
     Tried again only while nothing reached the server: no connection could be had (a
     few times, backing off), or the one had was dead before sending (at once: asyncpg
@@ -67,10 +71,11 @@ async def on_pool(store: Store, write: Callable[[Store], Awaitable[T]]) -> T:
     holder is read only after an INSERT that stored nothing).
     """
     pool = store.pool
+    connections = kept or KeptConnection(pool)
     connect_failures = stale = 0
     while True:
         try:
-            conn = await pool.acquire()
+            conn = await connections.take()
         except Exception as exc:
             if not is_unavailable(exc):
                 raise
@@ -81,20 +86,25 @@ async def on_pool(store: Store, write: Callable[[Store], Awaitable[T]]) -> T:
             await asyncio.sleep(CONNECT_BACKOFF * 2 ** (connect_failures - 1))
             continue
         try:
-            return await write(store.on(conn))
-        except EnqueueError:
-            raise  # a write that knows what it stored (a transaction's, see idempotency)
-        except Exception as exc:
-            # A value the driver cannot encode is an InterfaceError too, but no outage.
-            if isinstance(exc, ValueError) or not is_unavailable(exc):
+            result = await write(store.on(conn))
+        except BaseException as exc:
+            with contextlib.suppress(Exception):  # a broken connection is closed, not reused
+                await connections.give(conn, keep=False)
+            # EnqueueError: a write that knows what it stored (a transaction's, see
+            # idempotency). A value the driver cannot encode is an InterfaceError too,
+            # but no outage.
+            if (
+                isinstance(exc, EnqueueError | ValueError)
+                or not isinstance(exc, Exception)
+                or not is_unavailable(exc)
+            ):
                 raise
             if never_sent(exc) and stale < pool.get_max_size():
                 stale += 1
                 continue
             raise sent_failure(exc) from exc
-        finally:
-            with contextlib.suppress(Exception):  # a broken connection is closed, not reused
-                await pool.release(conn)
+        await connections.give(conn, keep=kept is not None)
+        return result
 
 
 async def opened(resources: Awaitable[T]) -> T:
@@ -159,6 +169,7 @@ async def insert_unique(
 class Enqueuer:
     def __init__(self, store: Store) -> None:
         self._store = store
+        self._kept = KeptConnection(store.pool)
         self._pending: list[Pending] = []
         self._in_flight = 0
         self._tasks: set[asyncio.Task[None]] = set()
@@ -220,7 +231,11 @@ class Enqueuer:
             _settle(future, record)
 
     async def _write(self, rows: list[JobRow]) -> list[Job]:
-        return await on_pool(self._store, lambda store: _insert_rows(store, rows))
+        return await on_pool(self._store, lambda store: _insert_rows(store, rows), self._kept)
+
+    async def close(self) -> None:
+        """Give back the connection kept for the next enqueue (before the pool closes)."""
+        await self._kept.close()
 
 
 async def _insert_rows(store: Store, rows: list[JobRow]) -> list[Job]:

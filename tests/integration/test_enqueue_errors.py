@@ -92,6 +92,25 @@ async def test_a_backend_killed_during_the_insert_is_an_unknown_outcome_never_re
     assert await count_jobs(db, schema) == (2 if call == "enqueue_many" else 1)
 
 
+async def test_the_connection_kept_between_enqueues_killed_while_idle_is_no_error(
+    jq: JobQueue, db: asyncpg.Connection, schema: str
+) -> None:
+    """The enqueuer keeps its connection between calls (db/pool.py KeptConnection): one
+    whose backend was terminated meanwhile fails before sending, and the next enqueue
+    goes out on another connection, stored once."""
+    await jq.enqueue("ok", {})
+    killed = await db.fetchval(
+        """SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+           WHERE application_name = 'jobqueue' AND datname = current_database()
+             AND pid <> pg_backend_pid() AND query LIKE '%' || $1 || '%'""",
+        f'"{schema}".jobs',
+    )
+    assert killed >= 1
+    job = await jq.enqueue("ok", {"n": 2})
+    assert job.payload == {"n": 2}
+    assert await count_jobs(db, schema) == 2
+
+
 async def test_an_idempotent_retry_after_an_unknown_outcome_stores_the_job_once(
     jq: JobQueue, db: asyncpg.Connection, schema: str
 ) -> None:

@@ -145,10 +145,49 @@ async def test_fenced_writes_look_jobs_up_by_primary_key(
     assert changed == 1499
 
 
-async def test_pooled_sessions_plan_every_execution_for_the_table_as_it_is(jq: JobQueue) -> None:
-    """A generic plan made while the jobs table was a few pages kept the claim's lookup
-    by id a sequential scan as a held xmin grew the table: 5 ms a claim after a minute.
-    Our sessions plan each execution instead (db/pool.py)."""
+@pytest.mark.parametrize("seqscan", ["off", "on"])
+async def test_plans_made_on_a_tiny_table_stay_index_lookups_as_it_grows(
+    db: asyncpg.Connection, schema: str, seqscan: str
+) -> None:
+    """A generic plan is cached once a statement has run five times, and kept until
+    something invalidates it. Made while the jobs table was a few pages, the claim's and
+    the completion's lookups were sequential scans, and stayed so as a held xmin grew
+    the table: 5 ms a claim after a minute of one. Our sessions take no sequential scan
+    where an index serves (db/pool.py), so the cached plans stay lookups; with
+    sequential scans allowed (the control) the same plans are scans of the grown table."""
+    q = queries(schema)
+    await add_pending_jobs(db, schema, 3)
+    await db.execute(f'VACUUM ANALYZE "{schema}".jobs')  # a table known to be tiny
+    await db.execute(f"SET enable_seqscan = {seqscan}")
+    await db.execute("SET plan_cache_mode = force_generic_plan")  # the worst case
+    claim = "text, integer, text, float8, timestamptz, integer, timestamptz, bigint"
+    await db.execute(f"PREPARE claim_test({claim}) AS {q.claim}")
+    complete = "bigint[], jsonb, text, text, text, jsonb, timestamptz"
+    await db.execute(f"PREPARE complete_test({complete}) AS {q.complete}")
+    claim_args = "'default', {}, 'w', 30, NULL, NULL, NULL, NULL"
+    complete_args = "ARRAY[{}]::bigint[], '{{}}', 'w', 'completed', NULL, NULL, NULL"
+    for _ in range(6):
+        await db.execute(f"EXECUTE claim_test({claim_args.format(1)})")
+        await db.execute(f"EXECUTE complete_test({complete_args.format(1)})")
+    await add_pending_jobs(db, schema, 20000)  # no ANALYZE: the cached plans stay
+    plans = [
+        "\n".join(r[0] for r in await db.fetch(f"EXPLAIN (COSTS OFF) EXECUTE {execute}"))
+        for execute in (
+            f"claim_test({claim_args.format(10)})",
+            f"complete_test({complete_args.format(5)})",
+        )
+    ]
+    scans = [plan for plan in plans if "Seq Scan on jobs" in plan]
+    if seqscan == "off":
+        assert not scans, plans
+        assert "Tid Scan on jobs" in plans[0], plans[0]
+        assert "Index Scan using jobs_pkey" in plans[1], plans[1]
+    else:
+        assert scans, plans
+
+
+async def test_pooled_sessions_take_no_sequential_scan(jq: JobQueue) -> None:
     pool = await jq.pool()
     async with pool.acquire() as conn:
-        assert await conn.fetchval("SHOW plan_cache_mode") == "force_custom_plan"
+        assert await conn.fetchval("SHOW enable_seqscan") == "off"
+        assert await conn.fetchval("SHOW plan_cache_mode") == "auto"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -27,15 +28,18 @@ SESSION_SETTINGS = {
     # small queue tables are often never analysed, so their estimates are wild: under
     # a held transaction GET /queues took 29 ms with JIT, 0.8 ms without.
     "jit": "off",
-    # Every execution planned for the table as it is now. A generic plan, cached once a
-    # statement has run five times, keeps the costs of the table it was made for: made
-    # while the jobs table was a few pages, the claim's and the fenced writes' lookups
-    # by id stayed sequential scans as a held xmin grew it (5 ms, 676 pages, per claim
-    # after a minute of one; a pickup p99 of 83 ms during a 120 s hold, 12 ms with
-    # this). Planning each time costs a fraction of a millisecond per statement: on
-    # a busy 2-core machine an idle worker's pickup p50 went from 1.2 to 1.8 ms, and
-    # the drains moved inside their noise.
-    "plan_cache_mode": "force_custom_plan",
+    # No sequential scan where an index can serve. Every query of ours finds its rows
+    # through an index, and a cached plan must stay right as the tables grow: a
+    # generic plan (PostgreSQL caches one once a statement has run five times) made
+    # while the jobs table was a few pages would otherwise keep the claim's and the
+    # fenced writes' lookups sequential scans as a held xmin grows the table (5 ms,
+    # 676 pages, per claim after a minute of one: a pickup p99 of 83 ms during a
+    # 120 s hold). Planning every execution instead (plan_cache_mode =
+    # force_custom_plan, which this replaces) cost every statement its planning, and
+    # the plpgsql triggers' statements theirs: 80 us more server time per single
+    # enqueue, and 0.3 ms per claim on an idle worker's pickup path. A table with no
+    # index (the counter changes) is still scanned: it has no other path.
+    "enable_seqscan": "off",
 }
 
 # asyncpg waits for a reply without a limit of its own. When the network drops
@@ -143,6 +147,75 @@ class Pool(asyncpg.Pool):  # type: ignore[misc]  # asyncpg has no type informati
     ) -> Any:
         run = getattr(super(), method)  # asyncpg's, with its options (timeout, ...)
         return await resend_unsent(lambda: run(query, *args, **options), self)
+
+
+class KeptConnection:
+    """One pooled connection kept across uses, and given back to the pool once it has
+    gone unused for KEEP_SECONDS.
+
+    Taking a connection from asyncpg's pool and giving it back costs three turns of
+    the event loop (the release runs as a task of its own, shielded), each an epoll
+    call: on a single enqueue that was 40% of the client's CPU. Kept, a burst of
+    enqueues pays for the pool once. A pool of one connection (a worker's) never keeps
+    it: the others waiting for it come first.
+    """
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+        self._kept: asyncpg.Connection | None = None
+        self._used = False  # since the timer was last set
+        self._timer: asyncio.TimerHandle | None = None
+
+    async def take(self) -> asyncpg.Connection:
+        """The kept connection if there is one, else one of the pool's."""
+        conn, self._kept = self._kept, None
+        if conn is not None:
+            if not conn.is_closed():
+                return conn
+            await self._pool.release(conn)  # the pool replaces a closed connection
+        return await self._pool.acquire()
+
+    async def give(self, conn: asyncpg.Connection, *, keep: bool = True) -> None:
+        """Done with ``conn``: kept for the next use (``keep``), else given back now
+        (after a failure, so that the pool decides what becomes of it)."""
+        if not keep or self._kept is not None or self._pool.get_max_size() < 2:
+            await self._pool.release(conn)
+            return
+        self._kept, self._used = conn, True
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(KEEP_SECONDS, self._expire)
+
+    def _expire(self) -> None:
+        """Give the kept connection back if it went unused since the timer was set."""
+        self._timer = None
+        if self._kept is None:
+            return  # in use: the give that ends the use sets the timer again
+        if self._used:
+            self._used = False
+            self._timer = asyncio.get_running_loop().call_later(KEEP_SECONDS, self._expire)
+            return
+        conn, self._kept = self._kept, None
+        task = asyncio.ensure_future(self._pool.release(conn))
+        _releasing.add(task)
+        task.add_done_callback(_releasing.discard)
+
+    async def close(self) -> None:
+        """Give the kept connection back (before the pool closes, which waits for it)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        conn, self._kept = self._kept, None
+        if conn is not None:
+            await self._pool.release(conn)
+
+
+# How long a KeptConnection keeps a connection nobody uses. Default 1 s: long enough
+# for a caller's next enqueue, short enough that an idle process gives back what it
+# does not use (the pool then closes it after max_inactive_connection_lifetime).
+KEEP_SECONDS = 1.0
+
+# Give-backs under way: the event loop keeps only weak references to tasks.
+_releasing: set[asyncio.Future[None]] = set()
 
 
 async def resend_unsent(run: Callable[[], Awaitable[T]], pool: asyncpg.Pool) -> T:

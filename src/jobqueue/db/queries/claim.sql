@@ -1,8 +1,12 @@
 -- Claims up to $2 due jobs of queue $1 for worker $3, in priority order.
 -- SKIP LOCKED lets concurrent workers each take different rows without waiting.
--- "id = ANY(ARRAY(...))" keeps the update on primary-key lookups: a join with the
--- CTE can be planned as a hash join over the whole table, whose cost grows with
--- every finished job kept.
+-- The update finds the rows it locked by their ctid ("ctid = ANY(ARRAY(...))"): a
+-- TID scan reads each locked row version where it lies, with no primary-key descent
+-- per job, and no plan can make it a scan of the table (a join with the CTE can be
+-- planned as a hash join over the whole table, whose cost grows with every finished
+-- job kept). The ctid is stable: the row stays locked until the claim commits. A row
+-- whose newest version was committed after this statement's snapshot (and locked
+-- through it) is not visible to the update and stays pending, for the next claim.
 --
 -- $6, $7, $8: the (priority, run_at, id) where this worker's last claim of the
 -- queue ended, or NULLs to look from the start. Every claimed job leaves a dead
@@ -15,7 +19,7 @@
 -- NOTIFY (migration 0011), and the worker then looks from the start again.
 -- $5 is "now": NULL for the database's clock, a time for a test's (db/store.py).
 WITH better AS (
-    SELECT id
+    SELECT ctid
     FROM {schema}.jobs
     WHERE status = 'pending' AND queue = $1 AND run_at <= COALESCE($5::timestamptz, now())
       AND priority < $6::integer
@@ -29,7 +33,7 @@ WITH better AS (
     LIMIT $2
     FOR UPDATE SKIP LOCKED
 ), after AS (
-    SELECT id
+    SELECT ctid
     FROM {schema}.jobs
     WHERE status = 'pending' AND queue = $1 AND run_at <= COALESCE($5::timestamptz, now())
       AND (priority, run_at, id) >= (COALESCE($6::integer, (-2147483648)::integer),
@@ -51,6 +55,6 @@ SET status = 'running',
     started_at = COALESCE($5::timestamptz, now()),
     updated_at = COALESCE($5::timestamptz, now()),
     progress = NULL  -- progress belongs to an attempt
-WHERE j.id = ANY(ARRAY(SELECT id FROM better UNION ALL SELECT id FROM after))
+WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM better UNION ALL SELECT ctid FROM after))
 RETURNING j.id, j.type, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
           j.trace_context, j.workflow_id
