@@ -756,7 +756,7 @@ def _values(row: JobRow) -> tuple[Any, ...]:
 def _held(jobs: Sequence[ClaimedJob]) -> str:
     """The attempts a fenced write claims to hold, as the JSON object its SQL takes:
     ``{"<job id>": attempt, ...}`` (see db/queries/complete.sql for why not an array)."""
-    return json.dumps({str(job.id): job.attempt for job in jobs})
+    return "{" + ",".join([f'"{job.id}":{job.attempt}' for job in jobs]) + "}"
 
 
 def _fenced_out(jobs: Sequence[ClaimedJob], changed: Sequence[Any]) -> list[ClaimedJob]:

@@ -62,7 +62,6 @@ class Executor:
         slots: int,
         completer: Completer,
         retry: RetryPolicy,
-        on_slot_freed: Callable[[], None],
         on_retry_scheduled: Callable[[float], None],
         default_timeout: float | None = None,
         max_result_bytes: int = 64 * 1024,
@@ -76,7 +75,9 @@ class Executor:
         self._slots = slots
         self._completer = completer
         self._retry = retry
-        self._on_slot_freed = on_slot_freed
+        # Called whenever a job gives back its slot (the producer's wake-up), set by
+        # whoever builds the producer on top of this executor.
+        self.on_slot_freed: Callable[[], None] = lambda: None
         self._on_retry_scheduled = on_retry_scheduled
         self._default_timeout = default_timeout
         self._max_result_bytes = max_result_bytes
@@ -115,7 +116,9 @@ class Executor:
 
     def start(self, job: ClaimedJob) -> None:
         self._per_queue[job.queue] += 1
-        self._running[job.id] = (job, asyncio.create_task(self._run(job)))
+        # The loop's create_task, not asyncio's (one call less per job, same task).
+        task = asyncio.get_running_loop().create_task(self._run(job))
+        self._running[job.id] = (job, task)
 
     def cancel(self, job_id: int) -> None:
         """The job was cancelled while running here: stop it where that is possible
@@ -155,8 +158,8 @@ class Executor:
         error: BaseException | None = None
         try:
             result = await self._invoke(job)
-            if self._progress is not None:
-                await self._progress.settle(job.id)
+            if self._progress is not None and (writing := self._progress.settle(job.id)):
+                await writing
             if self._job_logs is not None and (writing := self._job_logs.settle(job)):
                 await writing
         except asyncio.CancelledError as exc:
@@ -176,8 +179,9 @@ class Executor:
                 outcome = "cancelled"
                 self._completer.cancel(job)
             else:
-                if self._progress is not None:  # where it got to, for whoever looks
-                    await self._progress.settle(job.id)
+                # Where it got to, for whoever looks.
+                if self._progress is not None and (writing := self._progress.settle(job.id)):
+                    await writing
                 if self._job_logs is not None and (writing := self._job_logs.settle(job)):
                     await writing
                 outcome = self._failed(job, exc, started)
@@ -230,7 +234,7 @@ class Executor:
         if self._cancel_flags:
             self._cancel_flags.pop(job.id, None)
         self.signals.finished.fire(job.id)
-        self._on_slot_freed()
+        self.on_slot_freed()
 
     async def _invoke(self, job: ClaimedJob) -> str | None:
         """Run the job's handler; return its result as JSON text (or None)."""
@@ -256,6 +260,9 @@ class Executor:
             args = (payload, job.context(flag, self._report, self._job_log(job), parents))
         timeout = task.timeout if task.timeout is not None else self._default_timeout
         if timeout is None:  # the common case, on the hot path: no timeout context
+            if task.is_async and not task.isolated:  # as _call, without its frame
+                value = await task.fn(*args)
+                return None if value is None else self._encoded(value)
             return await self._call(task, args)
         deadline = asyncio.timeout(timeout)
         try:
@@ -275,8 +282,10 @@ class Executor:
         if task.isolated:
             return await run_isolated(task, args, self._max_result_bytes)
         value = await task.fn(*args) if task.is_async else await self._in_thread(task.fn, args)
-        if value is None:
-            return None
+        return None if value is None else self._encoded(value)
+
+    def _encoded(self, value: Any) -> str | None:
+        """A handler's result as the JSON text to store."""
         try:
             return results.encode(value, self._max_result_bytes)
         except results.ResultError as exc:  # it would be the same on any later attempt

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +53,8 @@ RETRY_WAKE_MARGIN = 0.05
 FULL_SCAN_SECONDS = 30.0
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# A claimed job's place in the claim order (its ClaimKey), compared without making one.
+_CLAIM_ORDER = operator.attrgetter("priority", "run_at", "id")
 _MICROSECOND = timedelta(microseconds=1)
 
 
@@ -252,7 +255,7 @@ class Producer:
                 # A NOTIFY during the claim may have sent this queue back to the start,
                 # for a job that the claim did not see: keep that.
                 if jobs and resets == self._resets:
-                    last = max(job.key for job in jobs)
+                    last = max(jobs, key=_CLAIM_ORDER).key
                     resume[queue] = (last, (last.run_at - _EPOCH) // _MICROSECOND)
                 self._started(jobs)
                 more = more or len(jobs) == wanted

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 import structlog
 
@@ -69,12 +71,14 @@ class ProgressWriter:
                 log_failure(log, exc, "writing progress failed", "progress not written")
             await asyncio.sleep(self._interval)
 
-    async def settle(self, job_id: int) -> None:
-        """Write ``job_id``'s unwritten report, if any, before its outcome is: an ended
-        attempt shows its last progress, not the one before. Never raises: progress must
-        not fail a job."""
-        if job_id not in self._latest:
-            return
+    def settle(self, job_id: int) -> Coroutine[Any, Any, None] | None:
+        """What to await to write ``job_id``'s unwritten report before its outcome is
+        written (an ended attempt shows its last progress, not the one before); None
+        when it has none. (Not a coroutine: most attempts report nothing, and need not
+        pay for one.) Never raises: progress must not fail a job."""
+        return self._settle() if job_id in self._latest else None
+
+    async def _settle(self) -> None:
         try:
             await self.flush()
         except Exception as exc:

@@ -128,7 +128,6 @@ class Worker:
             settings.worker_count,
             self.completer,
             ExponentialBackoff(settings.retry_delay, settings.retry_max_delay),
-            on_slot_freed=lambda: self.producer.wake(),
             on_retry_scheduled=lambda delay: self.producer.wake_after(delay),
             default_timeout=settings.job_timeout,
             max_result_bytes=settings.max_result_bytes,
@@ -148,6 +147,7 @@ class Worker:
             poll_interval=settings.poll_interval,
             notified_reliably=lambda: self.listener.healthy,
         )
+        self.executor.on_slot_freed = self.producer.wake
         self.completer.on_flushed = self.producer.outcomes_written
         self.listener: Listener | RelayedListener = (
             RelayedListener(self.producer.notified, on_cancel=self.executor.cancel)
