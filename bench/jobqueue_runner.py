@@ -18,6 +18,17 @@ carries it to the worker processes.
 one workflow (bench/workflows.py); JQBENCH_WORKFLOW carries the shape to `fill`.
 `workflow_release` times the completions that release children (bench/workflows.py).
 
+`sql_floor` is the claim-and-complete loop alone: `--n` pending jobs in jobqueue's own
+table, claimed `--batch` at a time (the worker's claim batch) with claim.sql and
+completed with complete.sql, both prepared, one after the other on one connection with
+the pool's session settings, until none is left. No handler, no task, no client work
+but building each completion's arguments: what PostgreSQL alone makes of a drain.
+
+`result_roundtrip` is a job's whole trip as an application sees it: `jq.enqueue` of a
+job whose handler returns a result, then `jq.wait` until that result is seen, timed
+from before the enqueue to the wait's return; `--n` jobs `--interval-ms` apart into
+one idle worker process.
+
 `pressure` offers jobs at a fixed rate (`--rate`, 200 jobs/s) to one worker process,
 and for `--hold` seconds (120) of it keeps another session idle in a transaction,
 holding back the cluster's xmin, as a forgotten `BEGIN` or a long report does: no
@@ -31,12 +42,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +62,8 @@ from jobqueue import logs, observability
 from jobqueue.app import JobQueue
 from jobqueue.config import Settings
 from jobqueue.db.migrate import migrate
+from jobqueue.db.pool import SESSION_SETTINGS
+from jobqueue.db.sql import queries
 from jobqueue.worker import Worker
 
 SCHEMA = "jobqueue"
@@ -176,6 +190,11 @@ class JobqueueAdapter(harness.Adapter):
         async def bench(payload: dict[str, Any]) -> None:
             on_job(payload.get("seq"))
 
+        @jq.task("bench_result")  # result_roundtrip's: a handler with a result
+        async def bench_result(payload: dict[str, Any]) -> dict[str, Any]:
+            on_job(payload.get("seq"))
+            return {"seq": payload.get("seq"), "ok": True}
+
         metrics = observability.start_metrics(settings, jq.tasks, http=True) if METRICS else None
         worker = Worker(await jq.pool(), jq.direct_dsn, settings, jq.tasks)
         await worker.start()
@@ -232,6 +251,76 @@ async def raw_insert(dsn: str, n: int) -> dict[str, Any]:
     return {"jobs": n, "seconds": round(seconds, 4), "rate": round(n / seconds, 2)}
 
 
+@contextlib.asynccontextmanager
+async def one_worker(dsn: str) -> AsyncIterator[harness.WorkerPool]:
+    """One worker process of this runner's, ready and settled, for the block."""
+    with (
+        tempfile.TemporaryDirectory(prefix="jqbench-") as tmp,
+        harness.WorkerPool(1, harness._worker_args(dsn, None, 0.0), Path(tmp)) as pool,
+    ):
+        await pool.wait_ready(harness.READY_TIMEOUT_S)
+        await asyncio.sleep(harness.READY_SETTLE_S)
+        yield pool
+
+
+async def sql_floor(dsn: str, n: int, batch: int) -> dict[str, Any]:
+    """Claim ``batch`` jobs and complete them, on one connection, until none is left."""
+    adapter = JobqueueAdapter(dsn)
+    await adapter.open()
+    conn = await asyncpg.connect(dsn, server_settings=dict(SESSION_SETTINGS))
+    try:
+        await adapter.empty()
+        await adapter.fill(n)
+        await adapter.analyze()
+        await adapter.checkpoint()
+        q = queries(SCHEMA)
+        claim, complete = await conn.prepare(q.claim), await conn.prepare(q.complete)
+        started = time.monotonic()
+        while rows := await claim.fetch("default", batch, "floor", 30.0, *[None] * 4):
+            held = "{" + ",".join(f'"{r[0]}":[{r[4]},{r[10]}]' for r in rows) + "}"
+            await complete.fetch([r[0] for r in rows], held, "floor", "completed", *[None] * 3)
+        seconds = time.monotonic() - started
+        left, done = await adapter.counts()
+        if left or done != n:
+            raise RuntimeError(f"sql_floor: {left} jobs left, {done} completed of {n}")
+    finally:
+        await conn.close()
+        await adapter.close()
+    return {"jobs": n, "seconds": round(seconds, 4), "rate": round(n / seconds, 2)}
+
+
+async def result_roundtrip(dsn: str, n: int, interval_ms: float) -> dict[str, Any]:
+    """enqueue, then wait for the result, timed by the caller, into an idle worker."""
+    adapter = JobqueueAdapter(dsn)
+    await adapter.open()
+    trips: list[float] = []
+    try:
+        await adapter.empty()
+        await adapter.checkpoint()
+        async with one_worker(dsn):
+            await adapter.jq.wait((await adapter.jq.enqueue("bench_result", {})).id, 30)
+            schedule = time.monotonic()
+            for seq in range(n):
+                delay = schedule + seq * interval_ms / 1000 - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                sent = time.monotonic()
+                job = await adapter.jq.wait(
+                    (await adapter.jq.enqueue("bench_result", {"seq": seq})).id, 30
+                )
+                trips.append((time.monotonic() - sent) * 1000.0)
+                if job.result != {"seq": seq, "ok": True}:
+                    raise RuntimeError(f"result_roundtrip: job {job.id} ended {job.status}")
+    finally:
+        await adapter.close()
+    return {
+        "p50_ms": round(harness.percentile(trips, 50), 3),
+        "p95_ms": round(harness.percentile(trips, 95), 3),
+        "p99_ms": round(harness.percentile(trips, 99), 3),
+        "jobs": n,
+    }
+
+
 async def pressure(
     dsn: str, rate: float, before: float, hold: float, after: float
 ) -> dict[str, Any]:
@@ -242,12 +331,7 @@ async def pressure(
         await adapter.empty()
         await adapter.execute(f'VACUUM "{SCHEMA}".jobs')
         await adapter.checkpoint()
-        with (
-            tempfile.TemporaryDirectory(prefix="jqbench-") as tmp,
-            harness.WorkerPool(1, harness._worker_args(dsn, None, 0.0), Path(tmp)) as pool,
-        ):
-            await pool.wait_ready(harness.READY_TIMEOUT_S)
-            await asyncio.sleep(harness.READY_SETTLE_S)
+        async with one_worker(dsn) as pool:
             tables = {"before": await table_stats(adapter.conn)}
             commits: list[float] = []
             schedule = time.monotonic()
@@ -342,6 +426,14 @@ if __name__ == "__main__":
         parser.add_argument("--after", type=float, default=60.0)
         a = parser.parse_args(sys.argv[2:])
         harness.emit(asyncio.run(pressure(a.dsn, a.rate, a.before, a.hold, a.after)))
+        sys.exit(0)
+    if sys.argv[1:2] == ["sql_floor"]:
+        args = harness.parse_args(["enqueue_bulk", *sys.argv[2:]])
+        harness.emit(asyncio.run(sql_floor(args.dsn, args.n, args.batch)))
+        sys.exit(0)
+    if sys.argv[1:2] == ["result_roundtrip"]:
+        args = harness.parse_args(["latency", *sys.argv[2:]])
+        harness.emit(asyncio.run(result_roundtrip(args.dsn, args.n, args.interval_ms)))
         sys.exit(0)
     if sys.argv[1:2] == ["raw_copy"]:
         args = harness.parse_args(["enqueue_bulk", *sys.argv[2:]])

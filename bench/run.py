@@ -70,6 +70,9 @@ def workloads(scale: float) -> list[Workload]:
         Workload("raw_copy", "raw_copy", ("--n", n(50_000), "--batch", "1000"), "rate",
                  "jobs/s", jobqueue_only=True),
         Workload("drain_1proc", "drain", ("--n", n(50_000), "--processes", "1"), "rate", "jobs/s"),
+        # The drain's floor: claim.sql and complete.sql alone, 500 at a time, one connection.
+        Workload("sql_floor", "sql_floor", ("--n", n(50_000), "--batch", "500"), "rate", "jobs/s",
+                 jobqueue_only=True),
         # drain_1proc with Prometheus metrics on, run right after it in every round.
         Workload("drain_1proc_metrics", "drain_metrics", ("--n", n(50_000), "--processes", "1"),
                  "rate", "jobs/s", jobqueue_only=True),
@@ -91,6 +94,9 @@ def workloads(scale: float) -> list[Workload]:
         Workload("drain_mixed", "drain_mixed", ("--n", n(50_000), "--processes", "1"), "rate",
                  "jobs/s", jobqueue_only=True),
         Workload("latency", "latency", ("--n", "200", "--interval-ms", "20"), "p50_ms", "ms"),
+        # enqueue -> handler -> its result seen by jq.wait, 200 jobs 20 ms apart.
+        Workload("result_roundtrip", "result_roundtrip", ("--n", "200", "--interval-ms", "20"),
+                 "p50_ms", "ms", jobqueue_only=True),
         # 200 jobs/s offered while another session holds the xmin back for 120 s.
         Workload("pressure", "pressure",
                  ("--rate", "200", "--before", str(30 * scale), "--hold", str(120 * scale),
@@ -265,6 +271,9 @@ def measure(
 
 # Figures that are one workload against another: (figure, workload, baseline).
 ROUND_RATIOS = (
+    ("drain_1proc_floor_ratio", "drain_1proc", "sql_floor"),
+    ("enqueue_single_raw_ratio", "enqueue_single", "raw_insert"),
+    ("enqueue_bulk_copy_ratio", "enqueue_bulk", "raw_copy"),
     ("drain_1proc_metrics_ratio", "drain_1proc_metrics", "drain_1proc"),
     ("drain_1proc_1M_history_ratio", "drain_1proc_1M_history", "drain_1proc"),
     ("drain_1proc_pgbouncer_ratio", "drain_1proc_pgbouncer", "drain_1proc"),
@@ -297,7 +306,7 @@ def summarize(figures: dict[str, Any], w: Workload, results: list[dict[str, Any]
                    or k.endswith("_us_per_child")]  # fmt: skip
         figures[w.key] = {k: median_of(results, k) for k in scalars}
         return
-    if w.command == "latency":
+    if w.command in ("latency", "result_roundtrip"):
         figures[w.key] = {p: median_of(results, p) for p in ("p50_ms", "p95_ms", "p99_ms")}
     else:
         figures[w.key] = median_of(results, w.result)
@@ -580,6 +589,7 @@ def progress(message: str) -> None:
 
 LOWER_IS_BETTER = (
     "latency",
+    "result_roundtrip",
     "worker_rss_mib",
     "drain_rss_mib",
     "enqueue_http_server_cpu",

@@ -100,12 +100,18 @@ async def test_the_connection_kept_between_enqueues_killed_while_idle_is_no_erro
     goes out on another connection, stored once."""
     await jq.enqueue("ok", {})
     killed = await db.fetchval(
-        """SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+        """SELECT array_agg(pid) FROM pg_stat_activity
            WHERE application_name = 'jobqueue' AND datname = current_database()
-             AND pid <> pg_backend_pid() AND query LIKE '%' || $1 || '%'""",
+             AND pid <> pg_backend_pid() AND query LIKE '%' || $1 || '%'
+             AND pg_terminate_backend(pid)""",
         f'"{schema}".jobs',
     )
-    assert killed >= 1
+    assert killed
+    deadline = time.monotonic() + 10
+    # Gone: each said so on its connection first, as a backend killed while idle does.
+    while await db.fetchval("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)", killed):
+        assert time.monotonic() < deadline, killed
+        await asyncio.sleep(0.01)
     job = await jq.enqueue("ok", {"n": 2})
     assert job.payload == {"n": 2}
     assert await count_jobs(db, schema) == 2

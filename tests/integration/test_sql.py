@@ -115,16 +115,25 @@ async def test_fenced_writes_look_jobs_up_by_primary_key(
     await add_pending_jobs(db, schema, 5000)
     await db.execute(f'ANALYZE "{schema}".jobs')
     ids = await db.fetch(
-        f"""UPDATE "{schema}".jobs SET status = 'running', attempts = 1, worker_id = 'w'
+        f"""UPDATE "{schema}".jobs
+            SET status = 'running', attempts = 1, worker_id = 'w', claim_token = 7
             WHERE status = 'pending' RETURNING id"""
     )
-    # The first job's attempt is stale: the fence must leave that row alone.
+    # The first job's attempt is stale, and the second's claim: the fence must leave
+    # those rows alone.
     attempts = {str(r["id"]): (2 if i == 0 else 1) for i, r in enumerate(ids[:1500])}
-    held: dict[str, object] = dict(attempts)
+    claims = {k: (8 if i == 1 else 7) for i, k in enumerate(attempts)}
+    held: dict[str, object] = {k: [a, claims[k]] for k, a in attempts.items()}
     if name == "fail":
-        held = {k: {"attempt": a, "error": "e", "delay": None} for k, a in attempts.items()}
+        held = {
+            k: {"attempt": a, "claim": claims[k], "error": "e", "delay": None}
+            for k, a in attempts.items()
+        }
     if name == "progress":
-        held = {k: {"attempt": a, "fraction": 0.5, "message": None} for k, a in attempts.items()}
+        held = {
+            k: {"attempt": a, "claim": claims[k], "fraction": 0.5, "message": None}
+            for k, a in attempts.items()
+        }
     await db.execute(f"SET plan_cache_mode = {plan_mode}")
     await db.execute(f"PREPARE plan_test({types}) AS {getattr(queries(schema), name)}")
     id_list = "ARRAY[" + ",".join(attempts) + "]::bigint[]"
@@ -142,7 +151,7 @@ async def test_fenced_writes_look_jobs_up_by_primary_key(
               AND id = ANY($1::bigint[])""",
         [int(k) for k in attempts],
     )
-    assert changed == 1499
+    assert changed == 1498
 
 
 @pytest.mark.parametrize("seqscan", ["off", "on"])

@@ -219,6 +219,60 @@ async def test_a_write_from_a_replaced_attempt_changes_nothing(
     assert (await jq.get(job.id)).status == JobStatus.COMPLETED  # type: ignore[union-attr]
 
 
+async def test_a_claim_the_database_forgot_cannot_write_over_the_claim_that_replaced_it(
+    jq: JobQueue, db: asyncpg.Connection, schema: str
+) -> None:
+    """A claim's commit does not wait for the disk (claim.sql), so a database crash can
+    forget it: the job is as it was before, pending with no attempt counted, and the
+    same worker may claim it again, as the same attempt. The run the forgotten claim
+    started goes on; its writes name their claim's token and change nothing."""
+    job = await jq.enqueue("noop")
+    store = await jq.store()
+    forgotten = (await store.claim(queue="default", limit=1, worker_id="w", lease_seconds=30))[0]
+    before = (
+        "status = 'pending', attempts = 0, worker_id = NULL, lease_expires_at = NULL, "
+        "started_at = NULL, claim_token = NULL"
+    )
+    await db.execute(f'UPDATE "{schema}".jobs SET {before} WHERE id = $1', job.id)
+    current = (await store.claim(queue="default", limit=1, worker_id="w", lease_seconds=30))[0]
+    assert (current.attempt, forgotten.attempt) == (1, 1)
+    assert current.claim != forgotten.claim
+
+    renewal = await store.heartbeat(jobs=[forgotten], worker_id="w", lease_seconds=30)
+    assert renewal.lost == [forgotten]
+    old = Completer(store, "w")
+    with structlog.testing.capture_logs() as logs:
+        old.complete(forgotten, '"the old run\'s"')
+        await old.flush()
+    assert [e["event"] for e in logs if "rejected" in e["event"]] == [
+        f"Stale completion of job {job.id} attempt 1 rejected: "
+        "the job is no longer held by this attempt"
+    ]
+    row = await db.fetchrow(f'SELECT * FROM "{schema}".jobs WHERE id = $1', job.id)
+    assert (row["status"], row["attempts"], row["result"]) == ("running", 1, None)
+
+    new = Completer(store, "w")
+    new.complete(current, '"the new run\'s"')
+    await new.flush()
+    done = await jq.get(job.id)
+    assert done is not None
+    assert (done.status, done.result) == (JobStatus.COMPLETED, "the new run's")
+
+
+async def test_a_claim_commits_without_waiting_for_the_disk(
+    jq: JobQueue, db: asyncpg.Connection, schema: str
+) -> None:
+    """Only the claim's own transaction: the enqueue before it and every outcome after
+    it wait for their WAL to be flushed, as the session says."""
+    await jq.enqueue("noop")
+    store = await jq.store()
+    async with db.transaction():
+        assert await db.fetchval("SHOW synchronous_commit") == "on"
+        assert await store.on(db).claim(queue="default", limit=1, worker_id="w", lease_seconds=30)
+        assert await db.fetchval("SHOW synchronous_commit") == "off"
+    assert await db.fetchval("SHOW synchronous_commit") == "on"
+
+
 async def test_a_failing_handler_does_not_stop_the_others(
     jq: JobQueue, start_worker: StartWorker
 ) -> None:

@@ -65,15 +65,19 @@ class ClaimedJob:
     # The W3C trace context its enqueuer recorded ({"traceparent": ..., "tracestate": ...}).
     trace: dict[str, str] | None = None
     workflow_id: int | None = None  # the workflow it belongs to, if any
+    # Its claim's token (migration 0022), which every write about this run names: a
+    # claim a database crash forgot cannot be taken for the one that replaced it.
+    claim: int | None = None
 
     @classmethod
     def from_record(cls, r: Any) -> ClaimedJob:
         # Positional access: claim.sql returns id, type, queue, payload, attempts,
-        # max_attempts, priority, run_at, trace_context, workflow_id, in that order.
+        # max_attempts, priority, run_at, trace_context, workflow_id, claim_token, in
+        # that order.
         payload, trace = r[3], r[8]
         return cls(
             r[0], r[1], r[2], {} if payload == "{}" else json.loads(payload), r[4], r[5], r[6],
-            r[7], None if trace is None else json.loads(trace), r[9],
+            r[7], None if trace is None else json.loads(trace), r[9], r[10],
         )  # fmt: skip
 
     def context(

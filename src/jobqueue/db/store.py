@@ -275,6 +275,7 @@ class Store:
         attempts = {
             str(f.job.id): {
                 "attempt": f.job.attempt,
+                "claim": f.job.claim,
                 "error": f.error,
                 "traceback": f.traceback,
                 "delay": f.delay,
@@ -309,7 +310,12 @@ class Store:
     async def progress(self, *, reports: Sequence[ProgressReport], worker_id: str) -> int:
         """Write each running attempt's latest report; return how many were written."""
         latest = {
-            str(r.job.id): {"attempt": r.job.attempt, "fraction": r.fraction, "message": r.message}
+            str(r.job.id): {
+                "attempt": r.job.attempt,
+                "claim": r.job.claim,
+                "fraction": r.fraction,
+                "message": r.message,
+            }
             for r in reports
         }
         rows = await self.db.fetch(
@@ -322,7 +328,12 @@ class Store:
         """Append each running attempt's new log lines; return how many attempts were
         written (the others were no longer held by this worker)."""
         entries = {
-            str(c.job.id): {"attempt": c.job.attempt, "log": c.text, "truncated": c.truncated}
+            str(c.job.id): {
+                "attempt": c.job.attempt,
+                "claim": c.job.claim,
+                "log": c.text,
+                "truncated": c.truncated,
+            }
             for c in chunks
         }
         rows = await self.db.fetch(
@@ -754,9 +765,14 @@ def _values(row: JobRow) -> tuple[Any, ...]:
 
 
 def _held(jobs: Sequence[ClaimedJob]) -> str:
-    """The attempts a fenced write claims to hold, as the JSON object its SQL takes:
-    ``{"<job id>": attempt, ...}`` (see db/queries/complete.sql for why not an array)."""
-    return "{" + ",".join([f'"{job.id}":{job.attempt}' for job in jobs]) + "}"
+    """The claims a fenced write says it holds, as the JSON object its SQL takes:
+    ``{"<job id>": [attempt, claim token], ...}`` (see db/queries/complete.sql for why
+    not arrays)."""
+    return "{" + ",".join([f'"{j.id}":[{j.attempt},{_json_int(j.claim)}]' for j in jobs]) + "}"
+
+
+def _json_int(value: int | None) -> str:
+    return "null" if value is None else str(value)
 
 
 def _fenced_out(jobs: Sequence[ClaimedJob], changed: Sequence[Any]) -> list[ClaimedJob]:

@@ -104,6 +104,9 @@ class Producer:
         self._limited: dict[str, bool] = {}
         self._limited_at = 0.0  # when to read them again (monotonic)
         self._limited_short = False  # a limited queue gave fewer jobs than asked
+        # The last pass left due jobs behind for want of slots (all were taken, or a
+        # queue was at its limit in this process): only then does a freed slot wake it.
+        self._slots_short = False
         self._writes = 0  # how many times outcomes were written, for a claim to compare
         self.claims = 0  # statements run, for the stop log line
         self.claimed = 0
@@ -112,6 +115,14 @@ class Producer:
 
     def wake(self) -> None:
         self._wake.set()
+
+    def slot_freed(self) -> None:
+        """A job ended here. Its slot matters only if the last pass was short of slots:
+        a pass that found its queues empty would find them empty again (a claim that
+        finds nothing was a third of an idle worker's statements per job), and new jobs
+        say so by NOTIFY."""
+        if self._slots_short:
+            self._wake.set()
 
     def outcomes_written(self) -> None:
         """This worker's finished jobs were written: they no longer count against a
@@ -154,7 +165,9 @@ class Producer:
         backoff = 0.1
         while not self._stopping:
             self._wake.clear()  # before claiming, so a NOTIFY during the claim is kept
-            if self._free():
+            if not self._free():
+                self._slots_short = True  # every slot taken: the first one freed wakes us
+            else:
                 try:
                     before = self.claimed
                     # A connection whose backend was killed while it sat in the pool
@@ -210,14 +223,17 @@ class Producer:
                 self._limited = await store.queue_limited(queues=self.queues)
                 self._limited_at = time.monotonic() + self._poll_interval
             self._limited_short = False
+            self._slots_short = False
             for queue in self.queues[self._turn :] + self.queues[: self._turn]:
                 if free == 0 or self._stopping:
+                    self._slots_short = True
                     break
                 limit = self._limits.get(queue)
                 running = self._executor.running_in(queue)
                 wanted = free if limit is None else min(free, limit - running)
                 if wanted <= 0:
-                    continue  # at its limit: a finishing job of this queue wakes us
+                    self._slots_short = True  # at its limit: a finishing job of it wakes us
+                    continue
                 if queue in self._limited:
                     if not await store.limit_due(queue=queue):
                         continue  # nothing to start: no lock taken
@@ -260,6 +276,8 @@ class Producer:
                 self._started(jobs)
                 more = more or len(jobs) == wanted
                 free -= len(jobs)
+        # Slots ran out before the queues did, or may have: the next freed slot wakes us.
+        self._slots_short = self._slots_short or more or free == 0
         return more
 
     async def _wake_at_rate(self, store: Store, queue: str) -> None:

@@ -147,7 +147,7 @@ class Worker:
             poll_interval=settings.poll_interval,
             notified_reliably=lambda: self.listener.healthy,
         )
-        self.executor.on_slot_freed = self.producer.wake
+        self.executor.on_slot_freed = self.producer.slot_freed
         self.completer.on_flushed = self.producer.outcomes_written
         self.listener: Listener | RelayedListener = (
             RelayedListener(self.producer.notified, on_cancel=self.executor.cancel)

@@ -54,7 +54,13 @@ SET status = 'running',
     lease_expires_at = COALESCE($5::timestamptz, now()) + make_interval(secs => $4),
     started_at = COALESCE($5::timestamptz, now()),
     updated_at = COALESCE($5::timestamptz, now()),
-    progress = NULL  -- progress belongs to an attempt
+    progress = NULL,  -- progress belongs to an attempt
+    claim_token = (SELECT (random() * 9.2e18)::bigint)  -- one per claim (migration 0022)
 WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM better UNION ALL SELECT ctid FROM after))
+  -- This transaction's commit does not wait for its WAL to reach the disk: on an idle
+  -- worker that wait was most of a job's pickup time. A claim that a database crash
+  -- forgets leaves its job pending, claimed again as after a worker's crash; the run it
+  -- started is fenced out by the claim's token (migration 0022, docs/guarantees.md).
+  AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
 RETURNING j.id, j.type, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-          j.trace_context, j.workflow_id
+          j.trace_context, j.workflow_id, j.claim_token

@@ -133,11 +133,15 @@ WITH RECURSIVE q AS MATERIALIZED (
         lease_expires_at = (SELECT t FROM q) + make_interval(secs => $4),
         started_at = (SELECT t FROM q),
         updated_at = (SELECT t FROM q),
-        progress = NULL  -- progress belongs to an attempt
+        progress = NULL,  -- progress belongs to an attempt
+        claim_token = (SELECT (random() * 9.2e18)::bigint)  -- one per claim (migration 0022)
     WHERE j.id = ANY(ARRAY(SELECT id FROM plain UNION ALL SELECT id FROM keyed
                            UNION ALL SELECT id FROM keyless))
+      -- A claim's commit does not wait for its WAL to reach the disk (claim.sql says
+      -- why); its transaction's queue lock is given back sooner too.
+      AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
     RETURNING j.id, j.type, j.queue, j.payload, j.attempts, j.max_attempts, j.priority,
-              j.run_at, j.trace_context, j.workflow_id, j.concurrency_key
+              j.run_at, j.trace_context, j.workflow_id, j.concurrency_key, j.claim_token
 ), logged AS (
     INSERT INTO {schema}.queue_starts (queue, key, at)
     SELECT $1, c.concurrency_key, q.t
@@ -159,5 +163,5 @@ WITH RECURSIVE q AS MATERIALIZED (
 )
 -- The columns of claim.sql, in its order (ClaimedJob.from_record).
 SELECT id, type, queue, payload, attempts, max_attempts, priority, run_at, trace_context,
-       workflow_id
+       workflow_id, claim_token
 FROM claimed
