@@ -939,7 +939,7 @@ def table(results: list[Verdict]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     return "\n".join(
         "  ".join(c.ljust(w) if i in (0, 4) else c.rjust(w)
-                  for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+                  for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()
         for r in rows
     )  # fmt: skip
 
