@@ -249,8 +249,6 @@ class Producer:
                     resume_at=None if resume_at is None else resume_at[0],
                 )
                 self.on_claim(time.perf_counter() - started)
-                for _ in jobs:  # the budget's demonstration: one statement more per job
-                    await store.ping()
                 # A NOTIFY during the claim may have sent this queue back to the start,
                 # for a job that the claim did not see: keep that.
                 if jobs and resets == self._resets:
