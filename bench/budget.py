@@ -112,6 +112,10 @@ SERVER_SETTINGS = {
 HASH_SEED = "0"
 
 
+class CannotMeasure(Exception):
+    """Nothing could be measured: exit 2, apart from 1 (over budget)."""
+
+
 # -- the workloads --------------------------------------------------------------------------
 
 
@@ -191,15 +195,20 @@ class Session:
         self.conn: asyncpg.Connection = await asyncpg.connect(self.dsn)
         await self.conn.add_listener(done_channel_name(SCHEMA), self._ended)
         self.store = Store(self.conn, SCHEMA)
+        tracked = await self.conn.fetchval("SHOW pg_stat_statements.track_planning")
+        self.track_planning = tracked == "on"
         settings = Settings(database_url=self.dsn, schema=SCHEMA, log_level="warning")
         self.helper = JobQueue(settings=settings)  # fills and pauses, not measured
         subject = dataclasses.replace(settings, database_url=self.proxy_dsn)
         self.subject = JobQueue(settings=subject)  # the enqueues measured
 
     async def close(self) -> None:
-        await self.subject.close()
-        await self.helper.close()
-        await self.conn.close()
+        """What open() opened, even if it did not get to the end."""
+        for jq in (getattr(self, "subject", None), getattr(self, "helper", None)):
+            if jq is not None:
+                await jq.close()
+        if hasattr(self, "conn"):
+            await self.conn.close()
         await self.proxy.stop()
 
     def _ended(self, conn: object, pid: int, channel: str, payload: str) -> None:
@@ -294,13 +303,16 @@ class DatabaseMeter:
         self.breakdown = sorted(((r["calls"], statement_name(r["query"])) for r in rows),
                                 reverse=True)  # fmt: skip
         counts = self.session.proxy.counts
-        return {
+        found = {
             "statements": sum(r["calls"] for r in rows),
             "round_trips": counts[b"S"] + counts[b"Q"] + counts[b"H"],
             "plans": sum(r["plans"] for r in rows),
             "buffers": sum(r["buffers"] for r in rows),
             "wal_records": sum(r["wal_records"] for r in rows),
         }
+        if not self.session.track_planning:
+            del found["plans"]  # not counted at all, rather than counted as none
+        return found
 
 
 def words(sql: str) -> tuple[str, ...]:
@@ -660,7 +672,7 @@ class Proxy:
     def __init__(self, dsn: str) -> None:
         parts = urlsplit(dsn)
         if parts.hostname is None or parts.port is None or "," in parts.netloc:
-            raise SystemExit(f"budget: the DSN must name one host and port: {dsn}")
+            raise CannotMeasure(f"the DSN must name one host and port: {dsn}")
         self._dsn = parts
         self.counts: Counter[bytes] = Counter()
         self._server: asyncio.Server | None = None
@@ -763,8 +775,8 @@ async def fresh_database(dsn: str) -> str:
     try:
         preloaded = await conn.fetchval("SHOW shared_preload_libraries")
         if "pg_stat_statements" not in preloaded:
-            raise SystemExit(
-                "budget: this server does not preload pg_stat_statements "
+            raise CannotMeasure(
+                "this server does not preload pg_stat_statements "
                 "(shared_preload_libraries); unset DATABASE_URL to use an embedded one"
             )
         await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -803,6 +815,7 @@ class Run:
     figures: dict[str, float]
     breakdowns: dict[str, list[Any]]
     postgresql: str
+    track_planning: bool
 
 
 async def measure(dsn: str, chosen: list[Workload], instructions: bool) -> Run:
@@ -813,17 +826,18 @@ async def measure(dsn: str, chosen: list[Workload], instructions: bool) -> Run:
     try:
         await s.open()
         version = await s.conn.fetchval("SHOW server_version")
+        track_planning = s.track_planning
         with tempfile.TemporaryDirectory(prefix="jqbudget-") as tmp:
-            logs = Path(tmp)
+            log_dir = Path(tmp)
             try:
-                await measure_all(s, chosen, instructions, logs, figures, breakdowns)
+                await measure_all(s, chosen, instructions, log_dir, figures, breakdowns)
             except BaseException:
-                show_logs(logs)
+                show_logs(log_dir)
                 raise
     finally:
         await s.close()
         await drop_database(dsn, url)
-    return Run(figures, breakdowns, version)
+    return Run(figures, breakdowns, version, track_planning)
 
 
 async def measure_all(
@@ -913,7 +927,7 @@ class Verdict:
 
 def verdicts(figures: dict[str, float], budget: dict[str, Any]) -> list[Verdict]:
     entries = budget.get("figures", {})
-    keys = [*figures, *(k for k in entries if k not in figures)]
+    keys = sorted({*figures, *entries}, key=order)
     out = []
     for key in keys:
         entry = entries.get(key, {})
@@ -1100,7 +1114,7 @@ def main(argv: list[str] | None = None) -> int:
     instructions = not args.skip_instructions
     if instructions and (shutil.which("valgrind") is None
                          or shutil.which("callgrind_control") is None):  # fmt: skip
-        raise SystemExit("budget: valgrind is not installed (Debian: apt-get install valgrind); "
+        raise CannotMeasure("valgrind is not installed (Debian: apt-get install valgrind); "
                          "or pass --skip-instructions")  # fmt: skip
 
     logs.configure("warning")  # not the migrations' lines
@@ -1136,6 +1150,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nPostgreSQL {last.postgresql}; budget recorded on PostgreSQL "
           f"{recorded.get('postgresql', '?')} at {recorded.get('commit', '?')} "
           f"({recorded.get('date', '?')}); took {seconds:.0f} s")  # fmt: skip
+    if not last.track_planning:
+        print("pg_stat_statements.track_planning is off on this server: no plans counted, "
+              "and the buffers leave planning out.")  # fmt: skip
     if recorded.get("postgresql", "").split(".")[0] != last.postgresql.split(".")[0]:
         print("Another major version of PostgreSQL than the budget's: buffers, plans and WAL "
               "records may differ for that alone.")  # fmt: skip
@@ -1159,4 +1176,8 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["_api"]:
         api_main()
         sys.exit(0)
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except CannotMeasure as exc:
+        print(f"budget: {exc}", file=sys.stderr)
+        sys.exit(2)
