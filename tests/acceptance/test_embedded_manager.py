@@ -216,6 +216,29 @@ def test_second_instance_attaches_and_its_stop_leaves_the_server_running(
         assert query(guest.dsn, "SELECT 1") == "1"
 
 
+def test_settings_reach_the_server_it_starts_after_its_own(
+    tmp_path: Path, started: Started
+) -> None:
+    # A library to preload, one of jobqueue's own settings overridden, and another.
+    settings = {
+        "shared_preload_libraries": "pg_stat_statements",
+        "max_connections": "50",
+        "work_mem": "7MB",
+    }
+    with EmbeddedPostgres(started.data_dir(tmp_path), settings=settings) as server:
+        assert query(server.dsn, "SHOW shared_preload_libraries") == "pg_stat_statements"
+        assert query(server.dsn, "SHOW max_connections") == "50"
+        assert query(server.dsn, "SHOW work_mem") == "7MB"
+        query(server.dsn, "CREATE EXTENSION pg_stat_statements")
+        assert query(server.dsn, "SELECT count(*) > 0 FROM pg_stat_statements") == "t"
+
+
+@pytest.mark.parametrize("name", ["", "work_mem=1MB", "-D"])
+def test_a_setting_that_is_no_name_is_refused(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ValueError, match="not a server setting's name"):
+        EmbeddedPostgres(tmp_path, settings={name: "1"})
+
+
 def test_processes_starting_at_once_share_one_server(tmp_path: Path, started: Started) -> None:
     children = [started.child(tmp_path), started.child(tmp_path)]
 

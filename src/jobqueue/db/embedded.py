@@ -24,7 +24,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -82,15 +82,23 @@ class EmbeddedPostgres:
         data_dir: str | os.PathLike[str],
         *,
         port: int | None = None,
+        settings: Mapping[str, str] | None = None,
         _isolation: Literal["auto", "nobody"] = "auto",
     ) -> None:
         """``port``: listen there instead of on a free port (so that clients keep their
-        DSN across a restart)."""
+        DSN across a restart). ``settings``: more server settings, each passed as
+        ``-c name=value`` when this object starts the server (a server it attaches to
+        keeps its own), e.g. ``{"shared_preload_libraries": "pg_stat_statements"}``;
+        they come after jobqueue's own, so that they override them."""
         self._data_dir = Path(data_dir).absolute()
         self._pgdata = self._data_dir / "pgdata"
         self._log = self._data_dir / "postgres.log"
         self._isolation = _isolation
         self._fixed_port = port
+        self._settings = dict(settings or {})
+        for name in self._settings:
+            if not name or "=" in name or name.startswith("-"):
+                raise ValueError(f"not a server setting's name: {name!r}")
         self._port: int | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._owner_pid = 0
@@ -248,6 +256,7 @@ class EmbeddedPostgres:
             "-c", "unix_socket_directories=",  # socket paths over 107 bytes fail
             "-c", "dynamic_shared_memory_type=mmap",  # /dev/shm is tiny in containers
             "-c", "max_connections=200",
+            *(arg for name, value in self._settings.items() for arg in ("-c", f"{name}={value}")),
         )  # fmt: skip
         self._release_keeper = threading.Event()
         with self._log.open("ab") as log:
