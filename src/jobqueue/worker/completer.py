@@ -1,8 +1,9 @@
 """Writes outcomes back in batches: one statement per kind per flush, a few ms apart.
 
-A flush waits to gather a batch only while outcomes keep coming: the first outcome
-after a quiet spell (FLUSH_INTERVAL since the last flush) is written at once, so that
-a job that runs alone is seen to end without waiting for others that are not coming.
+A flush waits to gather a batch only while outcomes come in numbers: after a flush of
+fewer than GATHER_FROM outcomes, or a quiet spell of FLUSH_INTERVAL, the next outcome is
+written at once, so that a job that runs alone (or a chain of them, each released by
+the one before) is seen to end without waiting for others that are not coming.
 
 Every write is fenced by (job id, attempt, worker id): if the job was taken from
 this worker meanwhile, the write changes nothing and is logged as rejected.
@@ -32,6 +33,11 @@ log = structlog.get_logger("jobqueue.completer")
 # is written at once. Longer makes bigger batches (fewer statements per job) and
 # delays every outcome of a busy worker by as much.
 FLUSH_INTERVAL = 0.002
+# How many outcomes one flush must have written for the next to gather a batch.
+# Default 10: below it a worker is running jobs one by one, and waiting would only
+# delay each; above it the gathering saves statements (a busy worker writes hundreds
+# per flush).
+GATHER_FROM = 10
 
 
 @dataclass
@@ -51,6 +57,7 @@ class Completer:
         self._worker_id = worker_id
         self._flush_interval = flush_interval
         self._flushed_at = 0.0  # when the last flush ended (monotonic)
+        self._flushed = 0  # how many outcomes it wrote
         self._completed: list[ClaimedJob] = []
         self._failed: list[Failure] = []
         self._released: list[ClaimedJob] = []
@@ -95,15 +102,16 @@ class Completer:
             await self._pending.wait()
             if not self._closing:
                 # Outcomes of the same turn of the loop join this flush; while they
-                # keep coming, so do those of the next few ms (gather a batch).
+                # come in numbers, so do those of the next few ms (gather a batch).
                 gather = self._flushed_at + self._flush_interval - time.monotonic()
-                await asyncio.sleep(max(0.0, gather))
+                await asyncio.sleep(gather if gather > 0 and self._flushed >= GATHER_FROM else 0)
             self._pending.clear()
             try:
                 # A connection whose backend was killed while it sat in the pool: its
                 # write never reached the server, and the flush is made again at once
                 # on another (what was written before it is not written twice).
-                self.signals.flushed.fire(await resend_unsent(self.flush, self._store.pool))
+                self._flushed = await resend_unsent(self.flush, self._store.pool)
+                self.signals.flushed.fire(self._flushed)
                 self._flushed_at = time.monotonic()
                 self.on_flushed()
                 backoff = 0.05
