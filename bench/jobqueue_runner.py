@@ -277,7 +277,7 @@ async def sql_floor(dsn: str, n: int, batch: int) -> dict[str, Any]:
         claim, complete = await conn.prepare(q.claim), await conn.prepare(q.complete)
         started = time.monotonic()
         while rows := await claim.fetch("default", batch, "floor", 30.0, *[None] * 4):
-            held = "{" + ",".join(f'"{r[0]}":[{r[4]},{r[10]}]' for r in rows) + "}"
+            held = "{" + ",".join(f'"{r[0]}":{r[10]}' for r in rows) + "}"
             await complete.fetch([r[0] for r in rows], held, "floor", "completed", *[None] * 3)
         seconds = time.monotonic() - started
         left, done = await adapter.counts()

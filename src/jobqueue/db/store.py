@@ -274,7 +274,6 @@ class Store:
         jobs = [f.job for f in failures]
         attempts = {
             str(f.job.id): {
-                "attempt": f.job.attempt,
                 "claim": f.job.claim,
                 "error": f.error,
                 "traceback": f.traceback,
@@ -311,7 +310,6 @@ class Store:
         """Write each running attempt's latest report; return how many were written."""
         latest = {
             str(r.job.id): {
-                "attempt": r.job.attempt,
                 "claim": r.job.claim,
                 "fraction": r.fraction,
                 "message": r.message,
@@ -329,7 +327,6 @@ class Store:
         written (the others were no longer held by this worker)."""
         entries = {
             str(c.job.id): {
-                "attempt": c.job.attempt,
                 "claim": c.job.claim,
                 "log": c.text,
                 "truncated": c.truncated,
@@ -766,9 +763,9 @@ def _values(row: JobRow) -> tuple[Any, ...]:
 
 def _held(jobs: Sequence[ClaimedJob]) -> str:
     """The claims a fenced write says it holds, as the JSON object its SQL takes:
-    ``{"<job id>": [attempt, claim token], ...}`` (see db/queries/complete.sql for why
-    not arrays)."""
-    return "{" + ",".join([f'"{j.id}":[{j.attempt},{_json_int(j.claim)}]' for j in jobs]) + "}"
+    ``{"<job id>": claim token, ...}`` (see db/queries/complete.sql for why not an
+    array)."""
+    return "{" + ",".join([f'"{j.id}":{_json_int(j.claim)}' for j in jobs]) + "}"
 
 
 def _json_int(value: int | None) -> str:

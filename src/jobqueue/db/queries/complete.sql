@@ -1,9 +1,9 @@
 -- Ends a batch of attempts: $4 is 'completed', or 'cancelled' for attempts stopped
 -- because their job was cancelled ($5: the error to record, or NULL). $1: the job
--- ids; $2: {"<id>": [attempt, claim token], ...}; $6: {"<id>": result, ...} for the handlers that
--- returned something, or NULL. Fenced: a row changes only while it is still the same
--- claim (its token, migration 0022) of the same attempt held by the same worker ($3);
--- the ids returned are the writes accepted.
+-- ids; $2: {"<id>": claim token, ...}; $6: {"<id>": result, ...} for the handlers that
+-- returned something, or NULL. Fenced: a row changes only while the same worker ($3)
+-- still holds it by the same claim (its random token, migration 0022, names one claim
+-- of one attempt); the ids returned are the writes accepted.
 -- The ids that ended are announced on the done channel (jq.wait listens there), 300
 -- per message to stay under NOTIFY's 8000-byte payload.
 --
@@ -23,8 +23,7 @@ WITH done AS (
         updated_at = COALESCE($7::timestamptz, now())
     WHERE j.id = ANY($1::bigint[])
       AND j.worker_id = $3
-      AND j.attempts = ($2::jsonb -> j.id::text ->> 0)::integer
-      AND j.claim_token = ($2::jsonb -> j.id::text ->> 1)::bigint
+      AND j.claim_token = ($2::jsonb ->> j.id::text)::bigint
     RETURNING j.id
 ), told AS (
     SELECT pg_notify({done_channel}, string_agg(id::text, ',')) FROM done GROUP BY id / 300

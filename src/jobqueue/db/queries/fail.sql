@@ -1,5 +1,5 @@
 -- Records a batch of failed attempts, and each in the job's attempt history.
--- $1: the job ids; $2: {"<id>": {"attempt": n, "claim": token, "error": text, "traceback": text or
+-- $1: the job ids; $2: {"<id>": {"claim": token, "error": text, "traceback": text or
 -- null, "delay": seconds or null}, ...}; $3: the worker. A null delay means no attempt
 -- is left (or the handler discarded the job): the job stays failed. Otherwise it is
 -- pending again once the delay has passed; a job asked to stop meanwhile ends
@@ -23,7 +23,6 @@ WITH failed AS (
         updated_at = COALESCE($4::timestamptz, now())
     WHERE j.id = ANY($1::bigint[])
       AND j.worker_id = $3
-      AND j.attempts = ($2::jsonb -> j.id::text ->> 'attempt')::integer
       AND j.claim_token = ($2::jsonb -> j.id::text ->> 'claim')::bigint
     RETURNING j.id, j.attempts, j.started_at, j.last_error, j.status
 ), told AS (  -- the jobs that ended, on the done channel as in complete.sql

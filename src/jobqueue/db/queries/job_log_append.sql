@@ -1,5 +1,5 @@
 -- Appends the lines running attempts logged, in one statement. $1: the job ids;
--- $2: {"<id>": {"attempt": n, "claim": token, "log": text, "truncated": bool}, ...}; $3: the worker.
+-- $2: {"<id>": {"claim": token, "log": text, "truncated": bool}, ...}; $3: the worker.
 -- Fenced like progress.sql: only an attempt this worker still holds is written, so a
 -- stale attempt (its lease lost, its job claimed again) never writes into another's
 -- log. The attempt's claim time comes from the row, which the fence makes its own.
@@ -9,7 +9,6 @@ FROM {schema}.jobs AS j,
      jsonb_to_record($2::jsonb -> j.id::text) AS e(log text, truncated boolean)
 WHERE j.id = ANY($1::bigint[])
   AND j.worker_id = $3
-  AND j.attempts = ($2::jsonb -> j.id::text ->> 'attempt')::integer
   AND j.claim_token = ($2::jsonb -> j.id::text ->> 'claim')::bigint
 ON CONFLICT (job_id, attempt, started_at) DO UPDATE
 SET log = l.log || EXCLUDED.log,

@@ -1,6 +1,6 @@
 -- Hands unfinished jobs back at shutdown: pending again at once, and the
 -- interrupted attempt is not counted (a job asked to stop ends cancelled instead).
--- $1: the job ids; $2: {"<id>": [attempt, claim token], ...}. Fenced like complete.sql. The NOTIFY wakes the other workers so that they take
+-- $1: the job ids; $2: {"<id>": claim token, ...}. Fenced like complete.sql. The NOTIFY wakes the other workers so that they take
 -- the jobs over at once.
 -- The NOTIFY says "* <queue>": the workers look for its jobs from the start (migration 0011).
 -- $4 is "now": NULL for the database's clock, a time for a test's (db/store.py).
@@ -16,8 +16,7 @@ WITH released AS (
         updated_at = COALESCE($4::timestamptz, now())
     WHERE j.id = ANY($1::bigint[])
       AND j.worker_id = $3
-      AND j.attempts = ($2::jsonb -> j.id::text ->> 0)::integer
-      AND j.claim_token = ($2::jsonb -> j.id::text ->> 1)::bigint
+      AND j.claim_token = ($2::jsonb ->> j.id::text)::bigint
     RETURNING j.id, j.queue
 )
 SELECT id, pg_notify({channel}, '* ' || queue) FROM released
