@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 
-from jobqueue.api import audit_routes, auth, errors, limit_routes, token_routes, workflow_routes
+from jobqueue.api import (
+    audit_routes,
+    auth,
+    enqueue,
+    errors,
+    limit_routes,
+    token_routes,
+    workflow_routes,
+)
 from jobqueue.api.limits import BodyLimit
 from jobqueue.api.routes import router
 from jobqueue.app import JobQueue
@@ -55,6 +63,8 @@ def create_app(
     for each in routers:
         app.include_router(each)
     auth.install(app, routers)
+    # First, so that they are tried before FastAPI's routes (see api/enqueue.py).
+    app.router.routes[0:0] = enqueue.routes()
     errors.install(app)
     app.add_middleware(BodyLimit, max_request_bytes=jq.settings.max_request_bytes)
     if metrics is not None:  # outermost: it sees every answer, a 413 included
