@@ -51,6 +51,8 @@ from jobqueue.task import PayloadError, job_options
 from jobqueue.tokens import Principal, Scope
 
 router = APIRouter()
+# One encoder for every request: json.dumps with options builds a new one each time.
+_JSON = json.JSONEncoder(separators=(",", ":"))
 
 READY_TIMEOUT_SECONDS = 2.0
 # Longest long-poll of GET /jobs/{id}?wait=: an open request per waiting client; keep
@@ -245,7 +247,7 @@ def check(
                 [*loc, "unique_key"], "not supported in a batch; use POST /jobs", "not_supported"
             )
         )
-    size = len(json.dumps(new.payload, separators=(",", ":")).encode())
+    size = len(_JSON.encode(new.payload).encode())
     if size > jq.settings.max_payload_bytes:
         problems.append(
             field_error(
