@@ -38,12 +38,12 @@ from jobqueue.tokens import Scope as TokenScope
 # Set in the scope of a request handed on, so that routing passes these routes by.
 HANDED_ON = "jobqueue.handed_on"
 # The headers read, by their lowercase names as ASGI gives them.
-_WANTED = frozenset(
+READ_HEADERS = frozenset(
     (b"content-type", b"authorization", b"idempotency-key", b"traceparent", b"tracestate")
 )
 # The Idempotency-Key parameter's bounds in routes.create_job (a quoted key's quotes
 # included); outside them the FastAPI route answers its 422.
-_IDEMPOTENCY_KEY_LENGTH = range(1, fields.UNIQUE_KEY_MAX_LENGTH + 3)
+IDEMPOTENCY_KEY_LENGTH = range(1, fields.UNIQUE_KEY_MAX_LENGTH + 3)
 _JSON_HEADERS = [(b"content-type", b"application/json")]
 
 
@@ -74,14 +74,14 @@ class Enqueue:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers: dict[bytes, bytes] = {}
         for name, value in scope["headers"]:
-            if name in _WANTED and name not in headers:  # the first, as Starlette reads
+            if name in READ_HEADERS and name not in headers:  # the first, as Starlette reads
                 headers[name] = value
         body = await read_body(receive)
         if body is None:
             return  # the client went away
         parsed = self.parse(headers.get(b"content-type"), body)
         key = _text(headers.get(b"idempotency-key"))
-        if parsed is None or (key is not None and len(key) not in _IDEMPOTENCY_KEY_LENGTH):
+        if parsed is None or (key is not None and len(key) not in IDEMPOTENCY_KEY_LENGTH):
             await hand_on(scope, body, receive, send)
             return
         state = scope["app"].state
