@@ -3,12 +3,12 @@
 A bare Starlette app, with none of jobqueue's API around it (no validation beyond
 reading the JSON, no tokens, no metrics, no error handling of its own), served by the
 same HTTP server as `jobqueue api` (jobqueue.api.http.HttpServer, on a socket made as
-the API's is) and the same event loop. Each request stores the row `jobqueue api`
-stores for the bench's `{"type": "noop", "payload": {}}`, through the store's own
-enqueue query (db/queries/enqueue.sql) on a pool made as the API's is (its size and
-session settings), one statement and one commit per request: asyncpg prepares it once
-per connection, as it does for the store. The answer is the stored row as JSON, 201,
-with `Location`, as the API answers.
+the API's is) on the same event loop (jobqueue.server.event_loop). Each request stores
+the row `jobqueue api` stores for the bench's `{"type": "noop", "payload": {}}`,
+through the store's own enqueue query (db/queries/enqueue.sql) on a pool made as the
+API's is (its size and session settings), one statement and one commit per request:
+asyncpg prepares it once per connection, as it does for the store. The answer is the
+stored row as JSON, 201, with `Location`, as the API answers.
 
 bench/run.py runs it beside `enqueue_http`, with the same client, on DATABASE_URL and
 PORT; the ratio of the two is what jobqueue's API costs above the floor.
@@ -47,7 +47,7 @@ from jobqueue.db.sql import queries
 from jobqueue.db.store import Store
 from jobqueue.encoding import to_json
 from jobqueue.enqueuer import Enqueuer
-from jobqueue.server import listen_socket
+from jobqueue.server import Roles, event_loop, listen_socket
 
 
 def floor_app(pool: asyncpg.Pool, schema: str, max_attempts: int, shared: bool) -> Starlette:
@@ -106,4 +106,6 @@ async def main(shared: bool) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--shared", action="store_true", help="store through the Enqueuer")
-    asyncio.run(main(parser.parse_args().shared))
+    shared = parser.parse_args().shared
+    with asyncio.Runner(loop_factory=event_loop(Roles(api=True, worker=False))) as runner:
+        runner.run(main(shared))

@@ -58,7 +58,12 @@ class LeanRoute(Route):
         # FastAPI's routes exactly as before.
         if scope["type"] != "http" or scope["method"] != "POST" or HANDED_ON in scope:
             return Match.NONE, {}
-        match, child = super().matches(scope)
+        if scope.get("root_path"):  # mounted: Starlette's own matching takes it off
+            match, child = super().matches(scope)
+        elif scope["path"] == self.path:  # a path without parameters: no pattern to run
+            match, child = Match.FULL, {"endpoint": self.endpoint, "path_params": {}}
+        else:
+            return Match.NONE, {}
         if match is Match.FULL:
             child["route"] = self  # the template RequestMetrics labels the request with
         return match, child
