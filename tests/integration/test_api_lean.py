@@ -66,9 +66,9 @@ def handed_on(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     original = enqueue.hand_on
 
-    async def spy(scope: Any, body: bytes, receive: Any, send: Any) -> None:
+    async def spy(router: Any, scope: Any, body: bytes, receive: Any, send: Any) -> None:
         seen.append(scope["path"])
-        await original(scope, body, receive, send)
+        await original(router, scope, body, receive, send)
 
     monkeypatch.setattr(enqueue, "hand_on", spy)
     return seen
@@ -357,3 +357,41 @@ async def test_tokens_scopes_and_restrictions_are_answered_alike(
     assert answers[0][2]["payload"] is None  # no payloads:read: hidden
     assert answers[6][2]["payload"] == {"n": 7}
     assert "'default'" in answers[4][2]["detail"]  # the 403 names the queue
+
+
+async def test_an_api_mounted_under_a_prefix_serves_and_hands_on_alike(
+    jq: JobQueue, handed_on: list[str]
+) -> None:
+    outer = FastAPI()
+    outer.mount("/queue", create_app(jq, check_types=False))
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=outer), base_url="http://test"
+    ) as client:
+        stored = await post(client, "/queue/jobs", '{"type": "noop"}')
+        refused = await post(client, "/queue/jobs", '{"type": ""}')
+        batch = await post(client, "/queue/jobs/batch", '{"jobs": [{"type": "noop"}]}')
+    assert (stored.status_code, stored.headers["location"]) == (201, f"/jobs/{stored.json()['id']}")
+    assert (refused.status_code, refused.json()["detail"][0]["field"]) == (422, "type")
+    assert batch.status_code == 201
+    assert handed_on == ["/queue/jobs"]
+
+
+async def test_other_methods_and_paths_reach_fastapi_as_before(
+    clients: tuple[httpx.AsyncClient, httpx.AsyncClient], handed_on: list[str]
+) -> None:
+    async def scenario(client: httpx.AsyncClient, tag: str) -> list[Outcome]:
+        return [
+            outcome(await client.request(method, path, content=b'{"type": "noop"}'), tag)
+            for method, path in [
+                ("GET", "/jobs/batch"),
+                ("PUT", "/jobs"),
+                ("DELETE", "/jobs/batch"),
+                ("POST", "/jobs/"),
+                ("POST", "/jobs/batch/"),
+                ("POST", "/jobsx"),
+            ]
+        ]
+
+    statuses = [status for status, _, _ in await both(scenario, clients)]
+    assert statuses == [422, 405, 405, 307, 307, 404]  # GET /jobs/batch: GET /jobs/{id}
+    assert handed_on == []

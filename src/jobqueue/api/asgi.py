@@ -64,7 +64,7 @@ def create_app(
         app.include_router(each)
     auth.install(app, routers)
     # First, so that they are tried before FastAPI's routes (see api/enqueue.py).
-    app.router.routes[0:0] = enqueue.routes()
+    app.router.routes[0:0] = enqueue.routes(app.router)
     errors.install(app)
     app.add_middleware(BodyLimit, max_request_bytes=jq.settings.max_request_bytes)
     if metrics is not None:  # outermost: it sees every answer, a 413 included

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from starlette.routing import Match, Route
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from jobqueue import fields
 from jobqueue.api import access
@@ -72,7 +72,9 @@ class LeanRoute(Route):
 class Enqueue:
     """The ASGI endpoint of POST /jobs (``batch`` False) or POST /jobs/batch."""
 
-    def __init__(self, *, batch: bool) -> None:
+    def __init__(self, router: ASGIApp, *, batch: bool) -> None:
+        """``router``: the FastAPI application's, which requests are handed on to."""
+        self.router = router
         self.batch = batch
         self.model: type[BaseModel] = NewJobs if batch else NewJob
 
@@ -87,7 +89,7 @@ class Enqueue:
         parsed = self.parse(headers.get(b"content-type"), body)
         key = _text(headers.get(b"idempotency-key"))
         if parsed is None or (key is not None and len(key) not in IDEMPOTENCY_KEY_LENGTH):
-            await hand_on(scope, body, receive, send)
+            await hand_on(self.router, scope, body, receive, send)
             return
         state = scope["app"].state
         client = scope["client"][0] if scope.get("client") else "unknown"
@@ -143,8 +145,10 @@ async def read_body(receive: Receive) -> bytes | None:
             return b"".join(chunks)
 
 
-async def hand_on(scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
-    """Route the request again, past these routes, with its body as it was received."""
+async def hand_on(router: ASGIApp, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
+    """Route the request again, past these routes, with its body as it was received.
+    Through the application's own router, not ``scope["router"]``: in an application
+    mounted in another, that is the outer one, which would route the path anew."""
     replayed = False
 
     async def replay() -> Message:
@@ -155,7 +159,7 @@ async def hand_on(scope: Scope, body: bytes, receive: Receive, send: Send) -> No
         return {"type": "http.request", "body": body, "more_body": False}
 
     scope[HANDED_ON] = True
-    await scope["router"](scope, replay, send)
+    await router(scope, replay, send)
 
 
 async def respond(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
@@ -175,6 +179,9 @@ def _text(value: bytes | None) -> str | None:
     return None if value is None else value.decode("latin-1")
 
 
-def routes() -> list[Route]:
-    """The routes to put before FastAPI's."""
-    return [LeanRoute("/jobs", Enqueue(batch=False)), LeanRoute("/jobs/batch", Enqueue(batch=True))]
+def routes(router: ASGIApp) -> list[Route]:
+    """The routes to put before FastAPI's, in ``router``."""
+    return [
+        LeanRoute("/jobs", Enqueue(router, batch=False)),
+        LeanRoute("/jobs/batch", Enqueue(router, batch=True)),
+    ]
