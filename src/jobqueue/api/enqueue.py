@@ -75,7 +75,6 @@ class Enqueue:
     def __init__(self, router: ASGIApp, *, batch: bool) -> None:
         """``router``: the FastAPI application's, which requests are handed on to."""
         self.router = router
-        self.batch = batch
         self.model: type[BaseModel] = NewJobs if batch else NewJob
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -118,8 +117,8 @@ class Enqueue:
     def parse(self, content_type: bytes | None, body: bytes) -> BaseModel | None:
         """The body as the FastAPI route would validate it, or None where that route
         would answer an error or read the body another way."""
-        # Only the plain JSON type: FastAPI also reads application/*+json and
-        # parameters, which the FastAPI route handles as it always did.
+        # application/json, with or without parameters, as FastAPI reads it; the
+        # application/*+json types FastAPI also reads are left to the FastAPI route.
         if content_type is None or content_type.partition(b";")[0].strip().lower() != (
             b"application/json"
         ):
