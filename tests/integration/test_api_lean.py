@@ -1,8 +1,8 @@
-"""POST /jobs and POST /jobs/batch are served twice: by plain ASGI endpoints
-(api/enqueue.py), and by the FastAPI routes they hand the rest on to. Every request
+"""POST /jobs and POST /jobs/batch are served twice: by a plain ASGI middleware
+(api/enqueue.py), and by the FastAPI routes it hands the rest on to. Every request
 here goes to the API as it is and to the same API with the FastAPI routes alone, and
 both must answer the same, status, headers and body, errors included; the requests the
-lean endpoints take must be taken without handing them on."""
+middleware takes must be taken without handing them on."""
 
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ Scenario = Callable[[httpx.AsyncClient, str], Awaitable[list[Outcome]]]
 
 
 def fastapi_only(app: FastAPI) -> FastAPI:
-    """``app`` without the lean routes: FastAPI serves every request, as it did before."""
-    app.router.routes[:] = [r for r in app.router.routes if not isinstance(r, enqueue.LeanRoute)]
+    """``app`` without the lean middleware: FastAPI serves every request, as it did before."""
+    app.user_middleware = [m for m in app.user_middleware if m.cls is not enqueue.LeanEnqueue]
     return app
 
 
@@ -62,13 +62,13 @@ async def clients(jq: JobQueue) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.
 
 @pytest.fixture
 def handed_on(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The paths of the requests the lean endpoints handed on to FastAPI's routes."""
+    """The paths of the requests the lean middleware handed on to FastAPI's routes."""
     seen: list[str] = []
     original = enqueue.hand_on
 
-    async def spy(router: Any, scope: Any, body: bytes, receive: Any, send: Any) -> None:
+    async def spy(app: Any, scope: Any, body: bytes, receive: Any, send: Any) -> None:
         seen.append(scope["path"])
-        await original(router, scope, body, receive, send)
+        await original(app, scope, body, receive, send)
 
     monkeypatch.setattr(enqueue, "hand_on", spy)
     return seen
@@ -359,7 +359,7 @@ async def test_tokens_scopes_and_restrictions_are_answered_alike(
     assert "'default'" in answers[4][2]["detail"]  # the 403 names the queue
 
 
-async def test_an_api_mounted_under_a_prefix_serves_and_hands_on_alike(
+async def test_an_api_mounted_under_a_prefix_is_served_by_its_fastapi_routes(
     jq: JobQueue, handed_on: list[str]
 ) -> None:
     outer = FastAPI()
@@ -373,7 +373,7 @@ async def test_an_api_mounted_under_a_prefix_serves_and_hands_on_alike(
     assert (stored.status_code, stored.headers["location"]) == (201, f"/jobs/{stored.json()['id']}")
     assert (refused.status_code, refused.json()["detail"][0]["field"]) == (422, "type")
     assert batch.status_code == 201
-    assert handed_on == ["/queue/jobs"]
+    assert handed_on == []  # passed by, not handed on
 
 
 async def test_other_methods_and_paths_reach_fastapi_as_before(

@@ -1,30 +1,39 @@
 """POST /jobs and POST /jobs/batch without FastAPI's request handling.
 
-Enqueueing is the API's hot path, and FastAPI's work per request (resolving the
-dependencies, reading the header parameters, validating the body as a parameter,
-routing through included routers) cost more CPU than storing the job. So these two
-routes are also served by plain ASGI endpoints, placed before FastAPI's: they read the
-few headers they use, parse the body with ``json.loads`` and validate it with the same
-models (NewJob, NewJobs), authenticate as ``require`` does, store the job through the
-same functions as the FastAPI routes (``routes.enqueue_one``, ``routes.enqueue_batch``),
-and write the answer's bytes themselves. They run inside the same middleware and
-exception handlers, so metrics, body limits, and the 401/403/413/422/429/503 answers
-those functions raise are the FastAPI routes' own.
+Enqueueing is the API's hot path, and FastAPI's work per request cost more CPU than
+storing the job: its exception and exit-stack middleware, its routing, resolving the
+dependencies, reading the header parameters, validating the body as a parameter. So
+these two operations are served by ``LeanEnqueue``, a plain ASGI middleware, the
+innermost of the application's own (inside RequestMetrics and BodyLimit, so they count
+and limit these requests as any other). It reads the few headers it uses, parses the
+body with ``json.loads`` and validates it with the same models (NewJob, NewJobs),
+authenticates as ``require`` does, stores the job through the same functions as the
+FastAPI routes (``routes.enqueue_one``, ``routes.enqueue_batch``), and writes the
+answer's bytes itself. An exception is answered by the application's own exception
+handlers, as ExceptionMiddleware would, so the 401/403/410/413/422/429/503 answers are
+the FastAPI routes' own.
 
-What they cannot take, they hand on, untouched, to the FastAPI route (routes.py): a body
-that is not JSON or not valid for the model, a content type other than
-``application/json``, a malformed ``Idempotency-Key``. That route answers it as it
-always did, so every parsing error keeps its shape, and the FastAPI route stays the one
-declaration of the operation in the OpenAPI document.
+What it does not take, it hands on, untouched, to the rest of the application, where
+the FastAPI route answers it as it always did: a body that is not JSON or not valid for
+the model, a content type other than ``application/json``, a malformed
+``Idempotency-Key``, a request to an application mounted under a prefix, and every
+request while FastAPI's own OpenTelemetry instrumentation is on (its server span is
+named by the route FastAPI's router selects). So every parsing error keeps its shape,
+and the FastAPI routes stay the one declaration of the operations in the OpenAPI
+document.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
-from starlette.routing import Match, Route
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from jobqueue import fields
@@ -35,8 +44,6 @@ from jobqueue.encoding import to_json
 from jobqueue.new_job import NewJob
 from jobqueue.tokens import Scope as TokenScope
 
-# Set in the scope of a request handed on, so that routing passes these routes by.
-HANDED_ON = "jobqueue.handed_on"
 # The headers read, by their lowercase names as ASGI gives them.
 READ_HEADERS = frozenset(
     (b"content-type", b"authorization", b"idempotency-key", b"traceparent", b"tracestate")
@@ -44,52 +51,94 @@ READ_HEADERS = frozenset(
 # The Idempotency-Key parameter's bounds in routes.create_job (a quoted key's quotes
 # included); outside them the FastAPI route answers its 422.
 IDEMPOTENCY_KEY_LENGTH = range(1, fields.UNIQUE_KEY_MAX_LENGTH + 3)
+# Where FastAPI's native OpenTelemetry instrumentation keeps a request's telemetry.
+FASTAPI_TELEMETRY = "fastapi.telemetry"
 _JSON_HEADERS = [(b"content-type", b"application/json")]
 
 
-class LeanRoute(Route):
-    """A POST route served by a plain ASGI endpoint, until it hands a request on."""
+class LeanEnqueue:
+    """The middleware that serves the POSTs to ``routes`` (their FastAPI routes by path:
+    what RequestMetrics labels the requests with)."""
 
-    def __init__(self, path: str, endpoint: Any) -> None:
-        super().__init__(path, endpoint, methods=["POST"], include_in_schema=False)
+    def __init__(self, app: ASGIApp, routes: Mapping[str, Any]) -> None:
+        self.app = app
+        self.endpoints = {
+            path: Enqueue(route, NewJobs if path.endswith("/batch") else NewJob)
+            for path, route in routes.items()
+        }
 
-    def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        # Not even a partial match for other methods: a GET or a 405 goes on to
-        # FastAPI's routes exactly as before.
-        if scope["type"] != "http" or scope["method"] != "POST" or HANDED_ON in scope:
-            return Match.NONE, {}
-        if scope.get("root_path"):  # mounted: Starlette's own matching takes it off
-            match, child = super().matches(scope)
-        elif scope["path"] == self.path:  # a path without parameters: no pattern to run
-            match, child = Match.FULL, {"endpoint": self.endpoint, "path_params": {}}
-        else:
-            return Match.NONE, {}
-        if match is Match.FULL:
-            child["route"] = self  # the template RequestMetrics labels the request with
-        return match, child
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        endpoint = (
+            self.endpoints.get(scope["path"])
+            if scope["type"] == "http" and scope["method"] == "POST"
+            else None
+        )
+        if endpoint is None or scope.get("root_path") or scope.get(FASTAPI_TELEMETRY):
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            untaken = await endpoint(scope, receive, sending)
+        except Exception as exc:
+            handler = _handler(scope["app"].exception_handlers, exc)
+            if handler is None or started:
+                raise  # ServerErrorMiddleware's: a 500
+            request = Request(scope, receive)
+            if inspect.iscoroutinefunction(handler):
+                response = await handler(request, exc)
+            else:
+                response = await run_in_threadpool(handler, request, exc)
+            if response is not None:
+                await response(scope, receive, send)
+            exc.__traceback__ = None  # an exception reused across requests keeps none
+            return
+        if untaken is not None:
+            await hand_on(self.app, scope, untaken, receive, send)
+
+
+def _handler(handlers: Mapping[Any, Any], exc: Exception) -> Any:
+    """The application's handler of ``exc``, as ExceptionMiddleware finds it: by status
+    for an HTTPException, else by class; a handler of every Exception (500) is
+    ServerErrorMiddleware's."""
+    if isinstance(exc, HTTPException) and exc.status_code != 500:
+        found = handlers.get(exc.status_code)
+        if found is not None:
+            return found
+    for kind in type(exc).__mro__:
+        if kind is Exception:
+            return None
+        if kind in handlers:
+            return handlers[kind]
+    return None
 
 
 class Enqueue:
-    """The ASGI endpoint of POST /jobs (``batch`` False) or POST /jobs/batch."""
+    """The endpoint of POST /jobs (``model`` NewJob) or POST /jobs/batch (NewJobs)."""
 
-    def __init__(self, router: ASGIApp, *, batch: bool) -> None:
-        """``router``: the FastAPI application's, which requests are handed on to."""
-        self.router = router
-        self.model: type[BaseModel] = NewJobs if batch else NewJob
+    def __init__(self, route: Any, model: type[BaseModel]) -> None:
+        self.route = route
+        self.model = model
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> bytes | None:
+        """Answer the request, or return its body for the rest of the application."""
         headers: dict[bytes, bytes] = {}
         for name, value in scope["headers"]:
             if name in READ_HEADERS and name not in headers:  # the first, as Starlette reads
                 headers[name] = value
         body = await read_body(receive)
         if body is None:
-            return  # the client went away
+            return None  # the client went away
         parsed = self.parse(headers.get(b"content-type"), body)
         key = _text(headers.get(b"idempotency-key"))
         if parsed is None or (key is not None and len(key) not in IDEMPOTENCY_KEY_LENGTH):
-            await hand_on(self.router, scope, body, receive, send)
-            return
+            return body
+        scope["route"] = self.route
         state = scope["app"].state
         client = scope["client"][0] if scope.get("client") else "unknown"
         who = await state.auth.authenticate(
@@ -105,7 +154,7 @@ class Enqueue:
             )
             answer = json.dumps({"ids": ids, "count": len(ids)}, separators=(",", ":"))
             await respond(send, 201, answer.encode(), [])
-            return
+            return None
         assert isinstance(parsed, NewJob)
         job, created = await enqueue_one(
             state.jobqueue, who, parsed, check_types=state.check_types,
@@ -113,6 +162,7 @@ class Enqueue:
         )  # fmt: skip
         location = [(b"location", b"/jobs/%d" % job.id)]
         await respond(send, 201 if created else 200, to_json(access.shown(job, who)), location)
+        return None
 
     def parse(self, content_type: bytes | None, body: bytes) -> BaseModel | None:
         """The body as the FastAPI route would validate it, or None where that route
@@ -144,10 +194,8 @@ async def read_body(receive: Receive) -> bytes | None:
             return b"".join(chunks)
 
 
-async def hand_on(router: ASGIApp, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
-    """Route the request again, past these routes, with its body as it was received.
-    Through the application's own router, not ``scope["router"]``: in an application
-    mounted in another, that is the outer one, which would route the path anew."""
+async def hand_on(app: ASGIApp, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
+    """The request to the rest of the application, with its body as it was received."""
     replayed = False
 
     async def replay() -> Message:
@@ -157,8 +205,7 @@ async def hand_on(router: ASGIApp, scope: Scope, body: bytes, receive: Receive, 
         replayed = True
         return {"type": "http.request", "body": body, "more_body": False}
 
-    scope[HANDED_ON] = True
-    await router(scope, replay, send)
+    await app(scope, replay, send)
 
 
 async def respond(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
@@ -176,11 +223,3 @@ async def respond(send: Send, status: int, body: bytes, headers: list[tuple[byte
 def _text(value: bytes | None) -> str | None:
     # Header values are bytes; Starlette decodes them as latin-1.
     return None if value is None else value.decode("latin-1")
-
-
-def routes(router: ASGIApp) -> list[Route]:
-    """The routes to put before FastAPI's, in ``router``."""
-    return [
-        LeanRoute("/jobs", Enqueue(router, batch=False)),
-        LeanRoute("/jobs/batch", Enqueue(router, batch=True)),
-    ]

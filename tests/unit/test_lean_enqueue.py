@@ -1,11 +1,12 @@
 """POST /jobs and POST /jobs/batch are declared by their FastAPI routes and mostly served
-by the lean endpoints of api/enqueue.py: the document must not change with them, and
-what the lean endpoints read must be what the operations declare."""
+by the lean middleware of api/enqueue.py: the document must not change with it, and
+what it reads must be what the operations declare."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from fastapi import FastAPI
 
 from jobqueue.api import create_app, enqueue
@@ -24,13 +25,17 @@ def app() -> FastAPI:
     return create_app(JobQueue(dsn="postgresql://unused"))
 
 
-def test_the_lean_routes_come_first_and_leave_the_document_as_it_was() -> None:
+def test_the_lean_middleware_is_innermost_and_leaves_the_document_as_it_was() -> None:
     served = app()
-    lean = [r for r in served.router.routes if isinstance(r, enqueue.LeanRoute)]
-    assert [r.path for r in lean] == ["/jobs", "/jobs/batch"]
-    assert served.router.routes[: len(lean)] == lean  # tried before FastAPI's routes
+    assert [m.cls for m in served.user_middleware][-1] is enqueue.LeanEnqueue
+    [lean] = [m for m in served.user_middleware if m.cls is enqueue.LeanEnqueue]
+    routes = lean.kwargs["routes"]
+    assert {path: (r.path, r.methods) for path, r in routes.items()} == {
+        "/jobs": ("/jobs", {"POST"}),
+        "/jobs/batch": ("/jobs/batch", {"POST"}),
+    }
     declared = app()
-    declared.router.routes[:] = [r for r in declared.router.routes if r not in lean]
+    declared.user_middleware = [m for m in declared.user_middleware if m is not lean]
     assert served.openapi() == declared.openapi()
 
 
@@ -55,3 +60,34 @@ def test_the_idempotency_key_bounds_are_the_declared_ones() -> None:
     [text] = [s for s in key["schema"]["anyOf"] if s["type"] == "string"]
     bounds = range(text["minLength"], text["maxLength"] + 1)
     assert bounds == enqueue.IDEMPOTENCY_KEY_LENGTH
+
+
+@pytest.mark.anyio
+async def test_what_the_lean_middleware_passes_by() -> None:
+    """Other methods and paths, an application mounted under a prefix, and a request that
+    FastAPI's OpenTelemetry instrumentation follows (its span is named by the route
+    FastAPI's router selects) go on to the application untouched, body unread."""
+    reached: list[str] = []
+
+    async def rest(scope: Any, receive: Any, send: Any) -> None:
+        reached.append(scope["path"])
+
+    async def receive() -> Any:
+        raise AssertionError("the body was read")
+
+    async def send(message: Any) -> None:
+        raise AssertionError("answered")
+
+    lean = enqueue.LeanEnqueue(rest, routes={"/jobs": None, "/jobs/batch": None})
+    http = {"type": "http", "method": "POST", "headers": []}
+    for scope in [
+        {**http, "method": "GET", "path": "/jobs"},
+        {**http, "path": "/jobs/"},
+        {**http, "path": "/jobs/1/retry"},
+        {**http, "path": "/queue/jobs", "root_path": "/queue"},
+        {**http, "path": "/jobs", enqueue.FASTAPI_TELEMETRY: object()},
+        {**http, "path": "/jobs/batch", enqueue.FASTAPI_TELEMETRY: object()},
+        {"type": "lifespan", "path": "/jobs"},
+    ]:
+        await lean(scope, receive, send)
+    assert len(reached) == 7
