@@ -48,7 +48,7 @@ class Roles:
 
 def event_loop(roles: Roles) -> Callable[[], asyncio.AbstractEventLoop] | None:
     """The event loop a process of ``roles`` runs on (None: asyncio's own). The API alone
-    runs on uvloop's, where it is installed: the same server costs about 7% less CPU per
+    runs on uvloop's, where it is installed: the same server costs 6 to 8% less CPU per
     POST /jobs on it (docs/benchmarks.md). A process with workers keeps asyncio's, the
     loop their figures and fault tests are measured on; a worker never imports uvloop."""
     if roles.worker:
