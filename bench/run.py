@@ -340,36 +340,47 @@ def run(command: list[str], *args: str) -> dict[str, Any]:
 
 def enqueue_http(dsn: str, runs: int, scale: float) -> dict[str, Any]:
     """`POST /jobs` from 16 concurrent clients against `jobqueue api`, and that server's
-    CPU; each round once open (no token exists) and once with a bearer token."""
+    CPU; each round once open (no token exists), once with a bearer token, and once
+    against the floor (bench/http_floor.py: a bare Starlette app on the same server,
+    storing the same row with the store's enqueue query)."""
     jobs, clients = max(16, int(10_000 * scale)), 16
-    rates: dict[bool, list[float]] = {False: [], True: []}
-    cpu_per_job: dict[bool, list[float]] = {False: [], True: []}
+    servers = {
+        "enqueue_http": ["-m", "jobqueue", "api"],
+        "enqueue_http_auth": ["-m", "jobqueue", "api"],
+        "enqueue_http_floor": [str(HERE / "http_floor.py")],
+    }
+    rates: dict[str, list[float]] = {name: [] for name in servers}
+    cpu_per_job: dict[str, list[float]] = {name: [] for name in servers}
     for i in range(runs):
-        for auth in (False, True):
-            name = "enqueue_http_auth" if auth else "enqueue_http"
+        for name, server in servers.items():
             progress(f"jobqueue: {name} run {i + 1}/{runs}")
             port = free_port()
             env = {**os.environ, "DATABASE_URL": dsn, "PORT": str(port),
                    "JOBQUEUE_LOG_LEVEL": "warning", "WORKER_COUNT": str(clients)}  # fmt: skip
-            api = subprocess.Popen([sys.executable, "-m", "jobqueue", "api"], env=env)
+            api = subprocess.Popen([sys.executable, *server], env=env)
             try:
                 wait_http(f"http://127.0.0.1:{port}/healthz", api)
-                token = asyncio.run(bench_token(dsn, auth))
+                token = asyncio.run(bench_token(dsn, name == "enqueue_http_auth"))
                 before = cpu_seconds(api.pid)
                 seconds = asyncio.run(post_jobs(port, jobs, clients, token))
-                cpu_per_job[auth].append((cpu_seconds(api.pid) - before) / jobs * 1e6)
-                rates[auth].append(jobs / seconds)
+                cpu_per_job[name].append((cpu_seconds(api.pid) - before) / jobs * 1e6)
+                rates[name].append(jobs / seconds)
             finally:
                 api.terminate()
                 api.wait(30)
-    ratios = [on / off for on, off in zip(rates[True], rates[False], strict=True)]
-    return {
-        "enqueue_http": round(statistics.median(rates[False]), 2),
-        "enqueue_http_server_cpu_us_per_job": round(statistics.median(cpu_per_job[False]), 1),
-        "enqueue_http_auth": round(statistics.median(rates[True]), 2),
-        "enqueue_http_auth_server_cpu_us_per_job": round(statistics.median(cpu_per_job[True]), 1),
-        "enqueue_http_auth_ratio": round(statistics.median(ratios), 3),
-    }
+    figures: dict[str, Any] = {}
+    for name in servers:
+        figures[name] = round(statistics.median(rates[name]), 2)
+        figures[f"{name}_server_cpu_us_per_job"] = round(statistics.median(cpu_per_job[name]), 1)
+
+    def ratio(name: str, base: str) -> float:  # per round, then the median
+        return round(
+            statistics.median(a / b for a, b in zip(rates[name], rates[base], strict=True)), 3
+        )
+
+    figures["enqueue_http_auth_ratio"] = ratio("enqueue_http_auth", "enqueue_http")
+    figures["enqueue_http_floor_ratio"] = ratio("enqueue_http", "enqueue_http_floor")
+    return figures
 
 
 def wakeup_latency(dsn: str, runs: int) -> dict[str, Any]:

@@ -306,7 +306,9 @@ class JobQueue:
         idem: IdempotencyKey | None = None,
     ) -> tuple[Job, bool]:
         if conn is None and unique_key is None and idem is None:  # shared with concurrent calls
-            resources = await opened(self._database.resources())
+            resources = self._database.current()
+            if resources is None:
+                resources = await opened(self._database.resources())
             job, created = await resources.enqueuer.insert(row), True
         else:
             job, created = await self._write(

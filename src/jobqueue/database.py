@@ -72,6 +72,11 @@ class Database:
         # Starting the embedded server blocks for up to a second: not on the event loop.
         return self._dsn if self._dsn is not None else await asyncio.to_thread(lambda: self.dsn)
 
+    def current(self) -> LoopResources | None:
+        """This event loop's pool and what runs on it, if open: what ``resources`` gives
+        without a coroutine to make and await, for every enqueue."""
+        return self._loops.get(asyncio.get_running_loop())
+
     async def resources(self) -> LoopResources:
         """This event loop's pool and what runs on it, opened on first use."""
         loop = asyncio.get_running_loop()

@@ -8,6 +8,7 @@ process never loads pydantic: it costs about 10 MiB of memory per process.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from datetime import datetime
@@ -40,13 +41,16 @@ def storable(text: str) -> str:
 
 
 def storable_json(value: Any, path: str = "") -> Any:
-    """``value`` if every string in it, keys included, is ``storable``; ValueError
-    names the first that is not by its path (``a.b.0``)."""
+    """``value`` if every string in it, keys included, is ``storable``, and every number
+    is one JSON has; ValueError names the first that is not by its path (``a.b.0``)."""
     if isinstance(value, str):
         try:
             storable(value)
         except ValueError as exc:
             raise ValueError(f"{path or 'value'}: {exc}") from None
+    elif isinstance(value, float) and not math.isfinite(value):
+        # Python's JSON parser reads NaN and Infinity; jsonb refuses them.
+        raise ValueError(f"{path or 'value'}: {value} is not a JSON number")
     elif isinstance(value, Mapping):
         for key, item in value.items():
             storable_json(key, f"{path}.{key!r}".lstrip("."))

@@ -18,7 +18,9 @@ if TYPE_CHECKING:
     from jobqueue.new_job import NewJob
 
 # One encoder for every call: json.dumps with options builds a new one each time.
-_JSON = json.JSONEncoder(separators=(",", ":"))
+# allow_nan=False: NaN is not JSON, and jsonb would refuse the INSERT (with every job
+# sharing it, until each is tried alone).
+_JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 
 
 class Rows:

@@ -119,10 +119,15 @@ def job_options(
     max_attempts: int | None = None,
 ) -> tuple[str, int, int]:
     """A job's queue, priority and max_attempts: its own, else its task's, else the defaults."""
+    if task is not None:  # written out: this runs for every job enqueued
+        if priority is None:
+            priority = task.priority
+        if max_attempts is None:
+            max_attempts = task.max_attempts
     return (
         queue or (task and task.queue) or "default",
-        _first(priority, task and task.priority, 0),
-        _first(max_attempts, task and task.max_attempts, settings.max_attempts),
+        0 if priority is None else priority,
+        settings.max_attempts if max_attempts is None else max_attempts,
     )
 
 
@@ -359,7 +364,3 @@ def _for_pydantic(payload_type: type) -> Any:
         for key, hint in hints.items()
     }
     return typing_extensions.TypedDict(payload_type.__name__, fields)  # type: ignore[operator]
-
-
-def _first(*values: Any) -> Any:
-    return next(v for v in values if v is not None)

@@ -163,6 +163,9 @@ BAD_BODIES = [
     ('{"type": "noop", "unique_key": "\\udc00"}', 422, "unique_key", "unicode string"),
     ('{"type": "noop", "payload": {"a": [{"b": "\\u0000"}]}}', 422, "payload", "a.0.b: "),
     ('{"type": "noop", "payload": {"\\ud800": 1}}', 422, "payload", "surrogate pair"),
+    # Numbers Python's parser reads and jsonb refuses.
+    ('{"type": "noop", "payload": {"a": [NaN]}}', 422, "payload", "a.0: nan is not a JSON"),
+    ('{"type": "noop", "payload": {"a": -Infinity}}', 422, "payload", "a: -inf is not a JSON"),
     (b'{"type": "\xff"}', 400, "body", "malformed body"),  # not UTF-8
     (
         '{"type": "noop", "payload": {"x": "' + "a" * 1000 + '"}}',

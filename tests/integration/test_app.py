@@ -152,4 +152,9 @@ async def test_enqueue_many_is_all_or_nothing(jq: JobQueue) -> None:
         await jq.enqueue_many("bulk", [{"ok": 1}], max_attempts=0)
     with pytest.raises(ValueError, match=r"^payloads\[1\]: "):
         await jq.enqueue_many("bulk", [{"ok": 1}, "not a mapping"])  # type: ignore[list-item]
+    # NaN is no JSON: refused before the INSERT, which jsonb would fail.
+    with pytest.raises(ValueError, match=r"^payloads\[1\]: Out of range float"):
+        await jq.enqueue_many("bulk", [{"ok": 1}, {"x": float("nan")}])
+    with pytest.raises(ValueError, match="Out of range float"):
+        await jq.enqueue("bulk", {"x": float("inf")})
     assert await jq.list() == []

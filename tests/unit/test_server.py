@@ -21,3 +21,25 @@ def test_the_http_socket_sends_small_writes_at_once() -> None:
             assert client.fileno() > 0
     finally:
         sock.close()
+
+
+def test_the_api_alone_runs_on_uvloop_and_a_worker_never_imports_it() -> None:
+    """uvloop costs the API less CPU per request (docs/benchmarks.md); processes with
+    workers keep asyncio's loop, and a worker process does not even load uvloop."""
+    import subprocess
+    import sys
+
+    import uvloop
+
+    from jobqueue.server import Roles, event_loop
+
+    assert event_loop(Roles(api=True, worker=False)) is uvloop.new_event_loop
+    assert event_loop(Roles(api=True, worker=True)) is None
+    code = (
+        "import sys\n"
+        "from jobqueue.server import Roles, event_loop\n"
+        "assert event_loop(Roles(api=False, worker=True)) is None\n"
+        "print('uvloop' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -6,9 +6,18 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
+from fastapi.routing import APIRoute
 
-from jobqueue.api import audit_routes, auth, errors, limit_routes, token_routes, workflow_routes
+from jobqueue.api import (
+    audit_routes,
+    auth,
+    enqueue,
+    errors,
+    limit_routes,
+    token_routes,
+    workflow_routes,
+)
 from jobqueue.api.limits import BodyLimit
 from jobqueue.api.routes import router
 from jobqueue.app import JobQueue
@@ -56,9 +65,22 @@ def create_app(
         app.include_router(each)
     auth.install(app, routers)
     errors.install(app)
+    # The innermost of ours: BodyLimit and RequestMetrics see its requests as any other.
+    app.add_middleware(enqueue.LeanEnqueue, routes=enqueue_routes(router))
     app.add_middleware(BodyLimit, max_request_bytes=jq.settings.max_request_bytes)
     if metrics is not None:  # outermost: it sees every answer, a 413 included
         from jobqueue.observability.metrics import RequestMetrics
 
         app.add_middleware(RequestMetrics, metrics=metrics.metrics)
     return app
+
+
+def enqueue_routes(router: APIRouter) -> dict[str, APIRoute]:
+    """The FastAPI routes of POST /jobs and POST /jobs/batch, by path."""
+    return {
+        route.path: route
+        for route in router.routes
+        if isinstance(route, APIRoute)
+        and route.path in ("/jobs", "/jobs/batch")
+        and "POST" in (route.methods or ())
+    }

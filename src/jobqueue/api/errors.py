@@ -26,6 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from jobqueue.api.auth import TokensUnavailable
 from jobqueue.db.pool import is_unavailable
 from jobqueue.errors import EnqueueError, EnqueueFailed
+from jobqueue.idempotency import IdempotentJobGone
 from jobqueue.job import JobNotFound, JobStateError
 
 UNAVAILABLE: tuple[type[Exception], ...] = (
@@ -104,6 +105,11 @@ async def tokens_unavailable(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(body, status_code=503, headers={"Retry-After": "1"})
 
 
+async def idempotent_job_gone(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, IdempotentJobGone)
+    return JSONResponse({"detail": str(exc), "job_id": exc.job_id}, status_code=410)
+
+
 async def job_not_found(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=404)
 
@@ -127,6 +133,7 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(JobNotFound, job_not_found)
+    app.add_exception_handler(IdempotentJobGone, idempotent_job_gone)
     app.add_exception_handler(JobStateError, job_state_conflict)
     app.add_exception_handler(EnqueueError, enqueue_unavailable)
     app.add_exception_handler(TokensUnavailable, tokens_unavailable)

@@ -6,13 +6,13 @@ import contextlib
 from collections.abc import Iterator
 
 import uvicorn
-from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 from jobqueue.tls import TlsFiles
 
 
 class HttpServer(uvicorn.Server):
-    def __init__(self, app: FastAPI, *, grace_seconds: float, tls: TlsFiles | None) -> None:
+    def __init__(self, app: ASGIApp, *, grace_seconds: float, tls: TlsFiles | None) -> None:
         super().__init__(
             uvicorn.Config(
                 app,

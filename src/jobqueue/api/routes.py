@@ -44,13 +44,15 @@ from jobqueue.app import JobQueue
 from jobqueue.audit import Actor
 from jobqueue.db.pool import is_unavailable
 from jobqueue.encoding import to_json
-from jobqueue.idempotency import IdempotencyKey, IdempotencyKeyReused, IdempotentJobGone
+from jobqueue.idempotency import IdempotencyKey, IdempotencyKeyReused
 from jobqueue.job import FINAL_STATES, Job, JobStatus, QueueInfo, WorkerInfo
 from jobqueue.new_job import NewJob, StorableText
 from jobqueue.task import PayloadError, job_options
 from jobqueue.tokens import Principal, Scope
 
 router = APIRouter()
+# One encoder for every request: json.dumps with options builds a new one each time.
+_JSON = json.JSONEncoder(separators=(",", ":"))
 
 READY_TIMEOUT_SECONDS = 2.0
 # Longest long-poll of GET /jobs/{id}?wait=: an open request per waiting client; keep
@@ -117,24 +119,41 @@ async def create_job(
     with another body is a 422. A job whose `unique_key` is held by a pending or
     running job is not stored: the answer is that job, with 200. Every invalid field
     is a 422 naming it; nothing is stored."""
-    jq = jobqueue(request)
-    problems = check(request, new, ["body"])
+    # api/enqueue.py serves the requests it can parse without FastAPI, and hands the
+    # others on to this route (see there).
+    state = request.app.state
+    trace = {"traceparent": traceparent, "tracestate": tracestate}
+    job, created = await enqueue_one(
+        state.jobqueue, who, new, check_types=state.check_types,
+        idempotency_key=idempotency_key, trace=trace,
+    )  # fmt: skip
+    return job_response(
+        access.shown(job, who), 201 if created else 200, {"Location": f"/jobs/{job.id}"}
+    )
+
+
+async def enqueue_one(
+    jq: JobQueue,
+    who: Principal,
+    new: NewJob,
+    *,
+    check_types: bool,
+    idempotency_key: str | None,
+    trace: dict[str, str | None],
+) -> tuple[Job, bool]:
+    """POST /jobs once its request is parsed: the job, and whether it is new. Raises
+    the HTTPException to answer (IdempotentJobGone: the 410, see api/errors.py)."""
+    problems = check(jq, check_types, new, ["body"])
     if problems:
         raise HTTPException(problems_status(problems), detail=problems)
     refused = access.may_enqueue(who, queue=queue_of(jq, new), type=new.type, field="body")
     if refused is not None:
         raise access.forbid(refused)
     remembered = None if idempotency_key is None else idempotency_of(jq, who, idempotency_key, new)
-    trace = {"traceparent": traceparent, "tracestate": tracestate}
     try:
-        job, created = await jq.enqueue_job(new, headers=trace, idempotency_key=remembered)
+        return await jq.enqueue_job(new, headers=trace, idempotency_key=remembered)
     except IdempotencyKeyReused as exc:
         raise HTTPException(422, detail=[idempotency_error(str(exc), "reused")]) from exc
-    except IdempotentJobGone as exc:
-        return JSONResponse({"detail": str(exc), "job_id": exc.job_id}, status_code=410)
-    return job_response(
-        access.shown(job, who), 201 if created else 200, {"Location": f"/jobs/{job.id}"}
-    )
 
 
 def idempotency_of(jq: JobQueue, who: Principal, header: str, new: NewJob) -> IdempotencyKey:
@@ -184,28 +203,43 @@ async def create_jobs(
 ) -> BatchCreated:
     """Store up to 10,000 jobs in one statement, all or none: one invalid job is a 422
     naming it by index (`jobs.3.type`), and nothing is stored. Workers are woken once."""
+    state = request.app.state
+    trace = {"traceparent": traceparent, "tracestate": tracestate}
+    ids = await enqueue_batch(
+        state.jobqueue, who, batch, check_types=state.check_types, trace=trace
+    )
+    return BatchCreated(ids=ids, count=len(ids))
+
+
+async def enqueue_batch(
+    jq: JobQueue,
+    who: Principal,
+    batch: NewJobs,
+    *,
+    check_types: bool,
+    trace: dict[str, str | None],
+) -> list[int]:
+    """POST /jobs/batch once its request is parsed: the new jobs' ids."""
     problems = [
         problem
         for i, new in enumerate(batch.jobs)
-        for problem in check(request, new, ["body", "jobs", i])
+        for problem in check(jq, check_types, new, ["body", "jobs", i])
     ]
     if problems:
         raise HTTPException(problems_status(problems), detail=problems)
-    jq = jobqueue(request)
     for i, new in enumerate(batch.jobs):
         where = queue_of(jq, new)
         refused = access.may_enqueue(who, queue=where, type=new.type, field=f"jobs.{i}")
         if refused is not None:
             raise access.forbid(refused)
-    trace = {"traceparent": traceparent, "tracestate": tracestate}
-    ids = await jq.enqueue_jobs(batch.jobs, headers=trace)
-    return BatchCreated(ids=ids, count=len(ids))
+    return await jq.enqueue_jobs(batch.jobs, headers=trace)
 
 
-def check(request: Request, new: NewJob, loc: list[str | int]) -> list[dict[str, object]]:
+def check(
+    jq: JobQueue, check_types: bool, new: NewJob, loc: list[str | int]
+) -> list[dict[str, object]]:
     """What the model cannot check alone: the payload's size and the type's handler, and
     in a batch, that no job has a unique key."""
-    jq = jobqueue(request)
     problems = []
     if "jobs" in loc and new.unique_key is not None:
         problems.append(
@@ -213,7 +247,7 @@ def check(request: Request, new: NewJob, loc: list[str | int]) -> list[dict[str,
                 [*loc, "unique_key"], "not supported in a batch; use POST /jobs", "not_supported"
             )
         )
-    size = len(json.dumps(new.payload, separators=(",", ":")).encode())
+    size = len(_JSON.encode(new.payload).encode())
     if size > jq.settings.max_payload_bytes:
         problems.append(
             field_error(
@@ -231,7 +265,7 @@ def check(request: Request, new: NewJob, loc: list[str | int]) -> list[dict[str,
             problems.extend(
                 field_error([*loc, "payload", *e["loc"]], e["msg"], e["type"]) for e in exc.errors
             )
-    if request.app.state.check_types and task is None:
+    if check_types and task is None:
         known = ", ".join(sorted(jq.tasks)) or "none"
         problems.append(
             field_error(

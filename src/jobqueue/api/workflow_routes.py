@@ -89,17 +89,20 @@ async def create_workflow(
     """Store every job in one transaction. Each job takes the fields of `POST /jobs`,
     a `ref` and the refs it `depends_on`; a job with parents waits `blocked` until they
     have ended (docs/workflows.md)."""
+    jq = jobqueue(request)
     problems = [
         problem
         for i, new in enumerate(spec.jobs)
         # A workflow job may have a unique key, unlike a batch's (check refuses those).
         for problem in check(
-            request, new.model_copy(update={"unique_key": None}), ["body", "jobs", i]
+            jq,
+            request.app.state.check_types,
+            new.model_copy(update={"unique_key": None}),
+            ["body", "jobs", i],
         )
     ]
     if problems:
         raise HTTPException(problems_status(problems), detail=problems)
-    jq = jobqueue(request)
     for i, new in enumerate(spec.jobs):
         refused = access.may_enqueue(who, queue=queue_of(jq, new), type=new.type, field=f"jobs.{i}")
         if refused is not None:

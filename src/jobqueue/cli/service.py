@@ -12,7 +12,7 @@ import time
 
 from jobqueue import config, logs, supervisor
 from jobqueue.cli.common import Commands, add_setting_flags, settings_from
-from jobqueue.server import Roles, load_jobqueue, serve
+from jobqueue.server import Roles, event_loop, load_jobqueue, serve
 
 
 def add_service_commands(commands: Commands) -> None:
@@ -75,7 +75,8 @@ def run_service(args: argparse.Namespace) -> int:
         settings = dataclasses.replace(settings, database_url=jq.settings.database_url)
     jq.settings = settings
     try:
-        code = asyncio.run(serve(jq, args.roles))
+        with asyncio.Runner(loop_factory=event_loop(args.roles)) as runner:
+            code = runner.run(serve(jq, args.roles))
     finally:
         jq.close_sync()
     exit_despite_stuck_threads(code)

@@ -488,6 +488,10 @@ class RequestMetrics:
     def __init__(self, app: Any, metrics: Metrics) -> None:
         self.app = app
         self._metrics = metrics
+        # The labelled children by (method, template, status): finding one by its labels
+        # takes a lock and a lookup per call, on every request. As many as the labels'
+        # combinations, which the routes and the status codes bound.
+        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     async def __call__(
         self,
@@ -513,8 +517,14 @@ class RequestMetrics:
             route = scope.get("route")
             template = getattr(route, "path", None) or "unmatched"
             method = scope["method"] if scope["method"] in HTTP_METHODS else "other"
-            self._metrics.requests.labels(method, template, str(status)).inc()
-            self._metrics.latency.labels(method, template).observe(time.perf_counter() - started)
+            children = self._children.get((method, template, status))
+            if children is None:
+                children = self._children[(method, template, status)] = (
+                    self._metrics.requests.labels(method, template, str(status)),
+                    self._metrics.latency.labels(method, template),
+                )
+            children[0].inc()
+            children[1].observe(time.perf_counter() - started)
 
 
 def serve_port(settings: Settings, registry: CollectorRegistry) -> Any:
