@@ -341,14 +341,7 @@ class JobQueue:
             run_at=run_at,
             delay_seconds=delay_seconds,
         )
-        encoded = []
-        keys = []
-        for i, payload in enumerate(payloads):
-            try:
-                encoded.append(self._rows.payload(options.type, payload))
-                keys.append(self._rows.concurrency_key(options.type, encoded[-1]))
-            except ValueError as exc:
-                raise ValueError(f"payloads[{i}]: {exc}") from exc
+        encoded, keys = self._rows.payloads(options.type, payloads)
         if not encoded:
             return []
         trace = trace_context.recorded(bulk=True)

@@ -5,7 +5,7 @@ payload type and encoded as JSON."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -111,6 +111,38 @@ class Rows:
             return None
         value = json.loads(payload).get(task.concurrency_key)
         return fields.check_concurrency_key(value, f"payload.{task.concurrency_key}")
+
+    def payloads(self, type: str, payloads: Iterable[Any]) -> tuple[list[str], list[str | None]]:
+        """Each payload as ``payload`` makes it, and its concurrency key as
+        ``concurrency_key`` finds it (ValueError names the payload by its index). The
+        task is looked up once: enqueue_many runs this for thousands of payloads."""
+        task = self._tasks.get(type)
+        if task is not None and (task.payload_type is not None or task.concurrency_key):
+            encoded, keys = [], []
+            for i, payload in enumerate(payloads):
+                try:
+                    encoded.append(self.payload(type, payload))
+                    keys.append(self.concurrency_key(type, encoded[-1]))
+                except ValueError as exc:
+                    raise ValueError(f"payloads[{i}]: {exc}") from exc
+            return encoded, keys
+        encode = _JSON.encode
+        encoded = []
+        for i, payload in enumerate(payloads):
+            if not payload:  # None, or an empty mapping
+                if payload is not None and not isinstance(payload, Mapping):
+                    raise ValueError(f"payloads[{i}]: payload: must be a mapping (a JSON "
+                                     f"object), got {payload!r}")  # fmt: skip
+                encoded.append("{}")
+            elif isinstance(payload, Mapping):
+                try:
+                    encoded.append(encode(payload))
+                except ValueError as exc:  # NaN or Infinity: not JSON
+                    raise ValueError(f"payloads[{i}]: {exc}") from exc
+            else:
+                raise ValueError(f"payloads[{i}]: payload: must be a mapping (a JSON "
+                                 f"object), got {payload!r}")  # fmt: skip
+        return encoded, [None] * len(encoded)
 
     def payload(self, type: str, payload: Any) -> str:
         """The payload to store, as JSON: checked against the task's payload type, if it
