@@ -6,14 +6,18 @@ them, so that each case is one statement of known content."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import asyncpg
 import pytest
 
 from jobqueue.app import JobQueue
+from jobqueue.context import JobContext
+from jobqueue.db.records import ClaimedJob
 from jobqueue.job import JobStatus
 from jobqueue.workflows import step
+from tests.integration.conftest import Notifications, StartWorker
 
 pytestmark = pytest.mark.anyio
 
@@ -197,3 +201,163 @@ async def test_jobs_that_had_ended_are_not_counted_again(
     assert (await rows(db, schema, created.id))["c"] == ("blocked", 1, 1)
     await end(db, schema, {jobs["a"]: "failed", jobs["b"]: "completed"})
     assert (await rows(db, schema, created.id))["c"] == ("pending", 0, 1)
+
+
+# The worker that completes a job claims the children it releases (complete_handoff.sql).
+
+WORKER = "w"
+
+
+async def claim_all(jq: JobQueue, queue: str = "default") -> list[ClaimedJob]:
+    store = await jq.store()
+    return await store.claim(queue=queue, limit=100, worker_id=WORKER, lease_seconds=60)
+
+
+async def complete_handing(
+    jq: JobQueue, jobs: list[ClaimedJob], *, limit: int = 10, queues: tuple[str, ...] = ("default",)
+) -> list[ClaimedJob]:
+    store = await jq.store()
+    refused, handed = await store.complete_handoff(
+        jobs=jobs, worker_id=WORKER, results=None, queues=queues, limit=limit, lease_seconds=60
+    )
+    assert refused == []
+    return handed
+
+
+async def test_a_completion_claims_the_children_it_releases_for_its_worker(
+    jq: JobQueue, db: asyncpg.Connection, schema: str, notified: Notifications
+) -> None:
+    wf = jq.workflow()
+    wf.chain(step("s", ref="a"), step("s", ref="b"), step("s", ref="c"))
+    created = await wf.enqueue()
+    assert await notified.so_far() == ["default"]
+    [a] = await claim_all(jq)
+    [b] = await complete_handing(jq, [a])
+    assert (b.id, b.attempt, b.workflow_id) == (created.jobs["b"], 1, created.id)
+    assert b.claim is not None
+    row = await db.fetchrow(
+        f"SELECT status, worker_id, parents_left, claim_token, lease_expires_at > now() AS held "
+        f'FROM "{schema}".jobs WHERE id = $1',
+        b.id,
+    )
+    assert tuple(row) == ("running", WORKER, 0, b.claim, True)
+    assert (await rows(db, schema, created.id))["c"] == ("blocked", 1, 0)
+    [c] = await complete_handing(jq, [b])
+    assert c.id == created.jobs["c"]
+    assert await complete_handing(jq, [c]) == []
+    # Nothing was made pending, so nothing was announced: no other worker woke for them.
+    assert await notified.so_far() == []
+    assert {s[0] for s in (await rows(db, schema, created.id)).values()} == {"completed"}
+
+
+async def test_children_a_claim_would_not_take_now_are_released_as_always(
+    jq: JobQueue, db: asyncpg.Connection, schema: str
+) -> None:
+    wf = jq.workflow()
+    parent = wf.add("p", ref="parent")
+    wf.add("c", ref="other_queue", depends_on=[parent], queue="elsewhere")
+    wf.add("c", ref="paused", depends_on=[parent], queue="paused")
+    wf.add("c", ref="limited", depends_on=[parent], queue="limited")
+    wf.add("c", ref="behind", depends_on=[parent], queue="busy", priority=3)
+    wf.add("c", ref="later", depends_on=[parent], delay_seconds=600)
+    wf.add("c", ref="if_failed", depends_on=[parent], run_if="failed")
+    wf.add("c", ref="two_parents", depends_on=[parent, wf.add("p", ref="running")])
+    created = await wf.enqueue()
+    await jq.pause("paused")
+    await jq.set_limits("limited", global_limit=5)
+    await jq.enqueue("waiting", queue="busy", priority=3)  # as good: it comes first
+    claimed = {job.id: job for job in await claim_all(jq)}
+    parent_job = claimed[created.jobs["parent"]]
+    queues = ("default", "paused", "limited", "busy")
+    assert await complete_handing(jq, [parent_job], queues=queues) == []
+    state = {ref: s[0] for ref, s in (await rows(db, schema, created.id)).items()}
+    assert state == {
+        "parent": "completed",
+        "running": "running",
+        "other_queue": "pending",
+        "paused": "pending",
+        "limited": "pending",
+        "behind": "pending",
+        "later": "pending",
+        "if_failed": "cancelled",
+        "two_parents": "blocked",
+    }
+
+
+async def test_children_are_claimed_only_when_they_all_fit_in_the_slots_lent(
+    jq: JobQueue, db: asyncpg.Connection, schema: str
+) -> None:
+    """More children than free slots are left to the claims, which take the best first."""
+    for limit, states in ((2, {"pending"}), (3, {"running"})):
+        wf = jq.workflow()
+        parent = wf.add("p", ref="parent")
+        for priority in (5, 1, 3):
+            wf.add("c", ref=f"p{priority}", depends_on=[parent], priority=priority)
+        created = await wf.enqueue()
+        [parent_job] = await claim_all(jq)
+        handed = await complete_handing(jq, [parent_job], limit=limit)
+        assert len(handed) == (3 if states == {"running"} else 0)
+        state = await rows(db, schema, created.id)
+        assert {state[f"p{p}"][0] for p in (5, 1, 3)} == states
+        await db.execute(f"UPDATE \"{schema}\".jobs SET status = 'cancelled'")
+
+
+async def test_a_worker_runs_a_chain_claiming_each_next_job_itself(
+    jq: JobQueue, start_worker: StartWorker, notified: Notifications
+) -> None:
+    @jq.task("add")
+    async def add(payload: dict[str, Any], ctx: JobContext) -> int:
+        before = ctx.parent_result if ctx.parent_results else 0
+        return int(before) + int(payload["n"])
+
+    wf = jq.workflow()
+    nodes = wf.chain(*(step("add", {"n": n}) for n in range(1, 7)))
+    created = await wf.enqueue()
+    await start_worker(worker_count=2)
+    last = await jq.wait(created.jobs[nodes[-1].ref], timeout=20)
+    assert last.result == 21
+    # Only the first job was announced: each next one was claimed by the completion
+    # that released it.
+    assert await notified.so_far() == ["default"]
+
+
+async def test_children_claimed_by_a_completion_keep_to_the_workers_slots(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    running = 0
+    most = 0
+
+    @jq.task("slow")
+    async def slow(payload: dict[str, Any]) -> None:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await asyncio.sleep(0.02)
+        running -= 1
+
+    wf = jq.workflow()
+    parent = wf.add("slow", ref="parent")
+    children = wf.group(*(step("slow") for _ in range(12)), depends_on=[parent])
+    wf.add("slow", ref="callback", depends_on=children)
+    created = await wf.enqueue()
+    await start_worker(worker_count=3)
+    done = await jq.wait(created.jobs["callback"], timeout=20)
+    assert done.status == JobStatus.COMPLETED
+    assert most == 3
+
+
+async def test_slots_lent_for_released_children_are_kept_from_claims(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    worker = await start_worker(worker_count=3, queues=("mail=2", "default"))
+    producer = worker.producer
+    lent = producer.lend()
+    assert lent is not None
+    # Every free slot, for the queues without a limit of this worker's own.
+    assert (lent.slots, lent.queues) == (3, ("default",))
+    assert producer.lend() is None  # nothing left for a claim either
+    producer.handed(lent, [])
+    again = producer.lend()
+    assert again is not None
+    assert again.slots == 3
+    producer.handed(again, [])
