@@ -70,6 +70,7 @@ class Queries:
     claim_limited: str
     clock: str
     complete: str
+    complete_handoff: str
     enqueue: str
     enqueue_payloads: str
     enqueue_rows: str

@@ -268,6 +268,28 @@ class Store:
         )  # fmt: skip
         return _fenced_out(jobs, rows)
 
+    async def complete_handoff(
+        self,
+        *,
+        jobs: Sequence[ClaimedJob],
+        worker_id: str,
+        results: str | None,
+        queues: Sequence[str],
+        limit: int,
+        lease_seconds: float,
+    ) -> tuple[list[ClaimedJob], list[ClaimedJob]]:
+        """Complete ``jobs`` as ``complete`` does, and claim for ``worker_id`` up to
+        ``limit`` of the children their completion releases, in ``queues``
+        (complete_handoff.sql says which). Returns the jobs the fence refused, and the
+        children claimed."""
+        rows = await self.db.fetch(
+            self._q.complete_handoff, [j.id for j in jobs], _held(jobs), worker_id, results,
+            self.clock.now(), list(queues), limit, lease_seconds,
+        )  # fmt: skip
+        done = [row for row in rows if not row[11]]
+        handed = [ClaimedJob.from_record(row) for row in rows if row[11]]
+        return _fenced_out(jobs, done), handed
+
     async def fail(self, *, failures: Sequence[Failure], worker_id: str) -> list[ClaimedJob]:
         """Record failed attempts: retried after their delay, or failed for good.
         Returns the jobs the fence refused."""

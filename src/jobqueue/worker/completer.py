@@ -40,6 +40,15 @@ FLUSH_INTERVAL = 0.002
 GATHER_FROM = 10
 
 
+@dataclass(frozen=True)
+class Handoff:
+    """Slots lent to the completer, for the children a batch of workflow completions
+    releases (complete_handoff.sql): the queues it may claim them in, and how many."""
+
+    queues: tuple[str, ...]
+    slots: int
+
+
 @dataclass
 class CompleterSignals(Signals):
     flushed: Signal[int] = field(default_factory=Signal)  # outcomes written by a flush
@@ -52,9 +61,11 @@ class Completer:
         worker_id: str,
         *,
         flush_interval: float = FLUSH_INTERVAL,
+        lease_seconds: float = 30.0,
     ) -> None:
         self._store = store
         self._worker_id = worker_id
+        self._lease_seconds = lease_seconds  # of the children it claims (Handoff)
         self._flush_interval = flush_interval
         self._flushed_at = 0.0  # when the last flush ended (monotonic)
         self._flushed = 0  # how many outcomes it wrote
@@ -63,18 +74,25 @@ class Completer:
         self._released: list[ClaimedJob] = []
         self._cancelled: list[ClaimedJob] = []
         self._results: dict[int, str] = {}  # of completed jobs that returned something
+        self._workflow = False  # a job of a workflow is among the completed
         self._pending = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
         self._closing = False
         self.signals = CompleterSignals()
         self.on_flushed: Callable[[], None] = lambda: None  # outcomes were written
+        # Slots for the children that completions of workflow jobs release, and where the
+        # children claimed with them go (the producer's lend and handed).
+        self.lend: Callable[[], Handoff | None] = lambda: None
+        self.handed: Callable[[Handoff, list[ClaimedJob]], None] = lambda lent, jobs: None
 
     def complete(self, job: ClaimedJob, result: str | None = None) -> None:
         """``result``: the handler's return value as JSON text, or None."""
         self._completed.append(job)
         if result is not None:
             self._results[job.id] = result
+        if job.workflow_id is not None:
+            self._workflow = True
         self._idle.clear()  # as _wake() does, one call less on every job's path
         self._pending.set()
 
@@ -129,13 +147,18 @@ class Completer:
     async def flush(self) -> int:
         """Write every outcome buffered; return how many were buffered."""
         completed, failed, released = self._completed, self._failed, self._released
-        cancelled = self._cancelled
+        cancelled, workflow = self._cancelled, self._workflow
         count = len(completed) + len(failed) + len(released) + len(cancelled)
         self._completed, self._failed, self._released, self._cancelled = [], [], [], []
+        self._workflow = False
         try:
             async with self._store.connection() as store:
                 worker_id = self._worker_id
                 if completed:
+                    # Released children are claimed here only for a worker running jobs
+                    # one by one (a chain's): a busy one's claims take them by hundreds,
+                    # and its batches would pay for looking.
+                    lent = self.lend() if workflow and len(completed) < GATHER_FROM else None
                     await self._write(
                         "completion",
                         store.complete(
@@ -143,7 +166,9 @@ class Completer:
                             worker_id=worker_id,
                             status=JobStatus.COMPLETED,
                             results=self._results_of(completed),
-                        ),
+                        )
+                        if lent is None
+                        else self._complete_handoff(store, completed, lent),
                     )
                     if self._results:  # most handlers return nothing: no loop for them
                         for job in completed:
@@ -173,7 +198,28 @@ class Completer:
             # Keep what was not written for the next flush.
             self._completed[:0], self._failed[:0], self._released[:0] = completed, failed, released
             self._cancelled[:0] = cancelled
+            self._workflow = self._workflow or (workflow and bool(completed))
             raise
+
+    async def _complete_handoff(
+        self, store: Store, completed: list[ClaimedJob], lent: Handoff
+    ) -> list[ClaimedJob]:
+        """Complete ``completed``, claiming up to ``lent`` of the children released: a
+        chain's next job starts without a claim of the producer's (complete_handoff.sql).
+        The slots go back to the producer whatever happens, with the children claimed."""
+        handed: list[ClaimedJob] = []
+        try:
+            refused, handed = await store.complete_handoff(
+                jobs=completed,
+                worker_id=self._worker_id,
+                results=self._results_of(completed),
+                queues=lent.queues,
+                limit=lent.slots,
+                lease_seconds=self._lease_seconds,
+            )
+        finally:
+            self.handed(lent, handed)
+        return refused
 
     def _results_of(self, jobs: list[ClaimedJob]) -> str | None:
         """The results of ``jobs`` as the JSON object complete.sql takes, or None."""

@@ -19,6 +19,12 @@ without them never takes that lock, and one with no due job is passed over after
 probe, without it. A limited queue that had fewer jobs to give
 than asked is claimed again once this worker's outcomes are written (a slot of the
 limit may have been freed), rather than at the next poll.
+
+The completer may borrow free slots (``lend``) for the children that its completion
+of workflow jobs releases: it claims them in the statement that completes their
+parent (complete_handoff.sql), and the producer starts them (``handed``). Until then
+the slots are kept from the producer's own claims, so that the two never start more
+jobs than the slots.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from jobqueue.db.sql import new_jobs
 from jobqueue.db.store import Store
 from jobqueue.limits import claims as limited_claims
 from jobqueue.signals import Signal, Signals
+from jobqueue.worker.completer import Handoff
 from jobqueue.worker.executor import Executor
 
 log = structlog.get_logger("jobqueue.producer")
@@ -108,6 +115,7 @@ class Producer:
         # queue was at its limit in this process): only then does a freed slot wake it.
         self._slots_short = False
         self._writes = 0  # how many times outcomes were written, for a claim to compare
+        self._lent = 0  # slots the completer may fill with released children (Handoff)
         self.claims = 0  # statements run, for the stop log line
         self.claimed = 0
         self.on_claim: Callable[[float], None] = lambda seconds: None  # a claim's time
@@ -190,7 +198,29 @@ class Producer:
 
     def _free(self) -> int:
         """Jobs the next claim pass may take."""
-        return min(self._executor.free_slots, self._claim_batch)
+        return min(self._executor.free_slots - self._lent, self._claim_batch)
+
+    def lend(self) -> Handoff | None:
+        """Free slots for the completer to claim the children its completions release,
+        kept from the claims until ``handed``; None when it may take none. Only queues
+        with no limit of this process's or of every worker's (as last read): a claim
+        of those takes the row lock, or counts what runs here."""
+        free = 0 if self._stopping else self._free()
+        queues = tuple(q for q in self.queues if q not in self._limits and q not in self._limited)
+        if free <= 0 or not queues:
+            return None
+        self._lent += free
+        return Handoff(queues, free)
+
+    def handed(self, lent: Handoff, jobs: Sequence[ClaimedJob]) -> None:
+        """The completion that ``lent`` was for is written (or failed): start the
+        children it claimed, and take back the slots."""
+        self._lent -= lent.slots
+        self.claimed += len(jobs)
+        for job in jobs:
+            self._executor.start(job)
+        if len(jobs) < lent.slots and self._slots_short:
+            self._wake.set()  # a pass held back by the lent slots may take them now
 
     async def _sleep(self) -> None:
         """Until woken, or the poll interval passes. A timer that sets the event, not

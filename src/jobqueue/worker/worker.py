@@ -120,7 +120,7 @@ class Worker:
         queue_names = tuple(
             dict.fromkeys([*limits, *sorted({t.queue for t in tasks.values() if t.queue})])
         )
-        self.completer = Completer(store, self.id)
+        self.completer = Completer(store, self.id, lease_seconds=settings.lease_seconds)
         self.progress = ProgressWriter(store, self.id, settings.progress_interval)
         self.job_logs = job_logs(settings, store, self.id)
         self.executor = Executor(
@@ -149,6 +149,8 @@ class Worker:
         )
         self.executor.on_slot_freed = self.producer.slot_freed
         self.completer.on_flushed = self.producer.outcomes_written
+        self.completer.lend = self.producer.lend
+        self.completer.handed = self.producer.handed
         self.listener: Listener | RelayedListener = (
             RelayedListener(self.producer.notified, on_cancel=self.executor.cancel)
             if relayed
