@@ -26,8 +26,7 @@ WITH done AS (
         updated_at = COALESCE($5::timestamptz, now())
     WHERE j.id = ANY(ARRAY(SELECT unnest($1::bigint[])))
       AND j.worker_id = $3
-      AND j.attempts = ($2::jsonb -> j.id::text ->> 0)::integer
-      AND j.claim_token = ($2::jsonb -> j.id::text ->> 1)::bigint
+      AND j.claim_token = ($2::jsonb ->> j.id::text)::bigint
     RETURNING j.id, j.workflow_id
 ), told AS (
     SELECT pg_notify({done_channel}, string_agg(id::text, ',')) FROM done GROUP BY id / 300
