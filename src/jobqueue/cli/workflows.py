@@ -12,9 +12,10 @@ from jobqueue.workflows.model import Workflow
 
 
 def add_workflow_commands(commands: Commands) -> None:
-    workflows = commands.add_parser(
-        "workflows", help="inspect and cancel workflows"
-    ).add_subparsers(dest="workflows_command", required=True, metavar="COMMAND")
+    text = "inspect and cancel workflows"
+    workflows = commands.add_parser("workflows", help=text, description=text).add_subparsers(
+        dest="workflows_command", required=True, metavar="COMMAND"
+    )
     cmd = workflows.add_parser("get", help="show a workflow and each job's state")
     cmd.add_argument("id", type=int)
     add_output_flags(cmd)
