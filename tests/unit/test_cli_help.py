@@ -66,6 +66,7 @@ def test_settings_lists_every_variable_with_its_value(
     monkeypatch.setenv("JOBQUEUE_ADMIN_TOKEN", secret)
     monkeypatch.delenv("JOBQUEUE_ADMIN_TOKEN_FILE", raising=False)
     monkeypatch.delenv("MAX_ATTEMPTS", raising=False)
+    monkeypatch.setenv("DATABASE_URL", "postgresql://app:hunter2@db1:5432/jobs")
     code, out = run(capsys, "settings")
     assert code == 0
     for f in config.env_settings():
@@ -75,6 +76,8 @@ def test_settings_lists_every_variable_with_its_value(
     assert "JOBQUEUE_ADMIN_TOKEN (no flag): set\n" in out
     assert "JOBQUEUE_ADMIN_TOKEN_FILE (no flag): unset\n" in out
     assert secret not in out
+    assert "DATABASE_URL (--database-url): postgresql://app:***@db1:5432/jobs," in out
+    assert "hunter2" not in out
 
 
 def test_settings_refuses_a_bad_value_in_one_line(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import textwrap
 
 from jobqueue import config
@@ -19,7 +20,8 @@ def add_settings_command(commands: Commands) -> None:
         help=text,
         description="Every setting, with its variable, its flag (of serve, worker and "
         "api), its default and its value in this environment. A flag wins over its "
-        "variable, which wins over the default. Secrets show only whether they are set.",
+        "variable, which wins over the default. Secrets show only whether they are set, "
+        "and a DSN's password is masked.",
     )
     cmd.add_argument(
         "--markdown",
@@ -37,13 +39,19 @@ def run_settings(args: argparse.Namespace) -> int:
     for f in config.env_settings():
         env = f.metadata["env"]
         origin = "from the environment" if env in os.environ else "the default"
-        print(f"{env} ({config.flag_name(f)}): {shown(getattr(settings, f.name))}, {origin}")
+        value = _without_password(shown(getattr(settings, f.name)))
+        print(f"{env} ({config.flag_name(f)}): {value}, {origin}")
         print(_indented(f"Default: {shown(f.default)}. {f.metadata['doc']}"))
     for variable in config.SECRET_VARIABLES:
         state = "set" if os.environ.get(variable.env) else "unset"
         print(f"{variable.env} (no flag): {state}")
         print(_indented(variable.doc))
     return 0
+
+
+def _without_password(value: str) -> str:
+    """A DSN's password masked: the output may be pasted into an issue."""
+    return re.sub(r"(://[^/@:]*:)[^/@]*@", r"\1***@", value)
 
 
 def _indented(text: str) -> str:
