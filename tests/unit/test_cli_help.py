@@ -31,7 +31,7 @@ def test_every_command_has_its_text_beside_it(capsys: pytest.CaptureFixture[str]
     commands = subparsers(build_parser())
     for name in commands.choices:
         assert re.search(rf"^    {name} +\S", out, re.MULTILINE), f"{name}:\n{out}"
-    assert re.search(r"^    workflows +inspect and cancel workflows$", out, re.MULTILINE)
+    assert re.search(r"^    workflows +list, inspect and cancel workflows$", out, re.MULTILINE)
 
 
 def test_every_group_calls_its_subcommands_command() -> None:
