@@ -48,7 +48,7 @@ from jobqueue.task import Task, TaskDecorator, task_decorator
 from jobqueue.worker.worker import Worker, in_process, worker_settings
 from jobqueue.workflows import store as workflows_store
 from jobqueue.workflows.builder import WorkflowBuilder
-from jobqueue.workflows.model import CreatedWorkflow, OnFailure, Workflow
+from jobqueue.workflows.model import CreatedWorkflow, OnFailure, Workflow, WorkflowSummary
 from jobqueue.workflows.plan import Planned
 
 if TYPE_CHECKING:
@@ -517,6 +517,10 @@ class JobQueue:
     async def get_workflow(self, workflow_id: int) -> Workflow | None:
         """The workflow and every node's job, or None."""
         return await workflows_store.get(await self.store(), workflow_id)
+
+    async def list_workflows(self, limit: int = 20) -> builtins.list[WorkflowSummary]:
+        """The ``limit`` newest workflows, newest first, with their jobs counted by state."""
+        return await workflows_store.recent(await self.store(), limit)
 
     async def cancel_workflow(
         self, workflow_id: int, *, by: Actor | None = None

@@ -265,7 +265,7 @@ class Settings:
         text,
         "127.0.0.1",
         "Address the HTTP API binds. The default keeps it off the network; "
-        "use 0.0.0.0 to serve other hosts, which needs an API token (docs/security.md).",
+        "use `0.0.0.0` to serve other hosts, which needs an API token (docs/security.md).",
     )
     port: int = setting(
         "PORT",
@@ -296,8 +296,8 @@ class Settings:
         None,
         "PostgreSQL to use. Unset: an embedded PostgreSQL in JOBQUEUE_DATA_DIR, "
         "started and stopped with the process (for development and single hosts). "
-        "It may list a primary and its standbys with target_session_attrs=read-write "
-        "(postgresql://db1,db2/jobs?target_session_attrs=read-write): connections go "
+        "It may list a primary and its standbys with `target_session_attrs=read-write` "
+        "(`postgresql://db1,db2/jobs?target_session_attrs=read-write`): connections go "
         "to whichever accepts writes, so that a promoted standby is found by itself "
         "(docs/failover.md); a host that does not answer delays each new connection "
         "by up to the 5 s connect timeout, so list the likeliest primary first.",
@@ -318,7 +318,7 @@ class Settings:
         "JOBQUEUE_POOL_SIZE",
         pool_size,
         None,
-        "Server connections one process's pool may hold at once. Unset or auto: 1 "
+        "Server connections one process's pool may hold at once. Unset or `auto`: 1 "
         "in `jobqueue worker`, so that a host running `--processes N` holds N + 1 (its "
         "one LISTEN connection besides), and 16 in a process that serves HTTP or in an "
         "application's JobQueue, where concurrent requests each need one. A worker needs "
@@ -435,7 +435,7 @@ class Settings:
         "JOBQUEUE_RETAIN_COMPLETED",
         retention,
         86400.0,
-        "How long completed and cancelled jobs are kept (seconds, or 90m, 24h, 7d; "
+        "How long completed and cancelled jobs are kept (seconds, or `90m`, `24h`, `7d`; "
         "`forever` keeps them). The leader deletes older ones in small batches. Longer "
         "keeps more to look at, at the cost of a bigger table and its indexes.",
     )
@@ -458,7 +458,7 @@ class Settings:
         "JOBQUEUE_IDEMPOTENCY_TTL",
         duration,
         86400.0,
-        "How long POST /jobs remembers an Idempotency-Key and the job it stored, whatever "
+        "How long POST /jobs remembers an `Idempotency-Key` and the job it stored, whatever "
         "became of the job: a retry within it gets that job back, never a second one. "
         "Longer covers clients that retry later, at the cost of one small row per keyed "
         "request; keep it within JOBQUEUE_RETAIN_COMPLETED, or a late retry finds the "
@@ -478,7 +478,7 @@ class Settings:
         optional_text,
         None,
         "`module:attribute` of the application's JobQueue whose tasks run here. "
-        "Unset: the built-in demo tasks (send_email, fail_test, sleep, noop).",
+        "Unset: the built-in demo tasks (`send_email`, `fail_test`, `sleep`, `noop`).",
     )
     schema: str = setting(
         "JOBQUEUE_SCHEMA",
@@ -537,7 +537,7 @@ class Settings:
         "JOBQUEUE_MAX_REQUEST_BYTES",
         positive_int,
         64 * 1024 * 1024,
-        "Largest HTTP request body read (a POST /jobs/batch holds up to 10,000 jobs). "
+        "Largest HTTP request body read (a `POST /jobs/batch` holds up to 10,000 jobs). "
         "Larger allows bigger batches but lets one request hold more memory.",
     )
     log_level: str = setting(
@@ -628,6 +628,34 @@ class Settings:
         if self.poll_only:
             return None
         return self.direct_database_url or dsn
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A variable read where it is used rather than into Settings: it has no flag."""
+
+    env: str
+    doc: str
+
+
+# Secrets: no flag, since a flag would show the secret in the process list; never
+# printed either (`jobqueue settings` says only whether each is set). Read by
+# jobqueue.tokens.admin_secret.
+SECRET_VARIABLES = (
+    Variable(
+        "JOBQUEUE_ADMIN_TOKEN",
+        "A bootstrap API token with every scope, for a deployment that cannot run "
+        "`jobqueue tokens create` before its API starts (docs/security.md): at least 32 "
+        "characters, audited as `env:JOBQUEUE_ADMIN_TOKEN`. Unset: only stored tokens. "
+        "Whoever can read the process's environment holds it: create named tokens with "
+        "it, then remove it.",
+    ),
+    Variable(
+        "JOBQUEUE_ADMIN_TOKEN_FILE",
+        "A file holding JOBQUEUE_ADMIN_TOKEN's secret instead (Docker and Kubernetes "
+        "secrets), read at start-up; set one of the two, not both. Unset: none.",
+    ),
+)
 
 
 def env_settings() -> list[dataclasses.Field[Any]]:

@@ -39,7 +39,10 @@ def run(settings: Settings, processes: int) -> int:
     try:
         if settings.migrate:
             migrate_when_reachable(settings, dsn)
-        env = child_environment(settings, dsn) | {wakeups.RELAYED: "1"}
+        # The embedded server: each worker joins it itself, and so finds it again if its
+        # owner (`jobqueue serve`) restarts it on another port.
+        database_url = dsn if embedded is None else None
+        env = child_environment(settings, database_url) | {wakeups.RELAYED: "1"}
         relay = wakeups.Relay(settings.direct_dsn(dsn), settings.schema)
         relay.start()
         try:
@@ -84,9 +87,10 @@ async def _migrate(settings: Settings, dsn: str) -> None:
         await conn.close()
 
 
-def child_environment(settings: Settings, dsn: str) -> dict[str, str]:
+def child_environment(settings: Settings, dsn: str | None) -> dict[str, str]:
     """The settings as environment variables, so that every worker runs with exactly the
-    supervisor's settings, flags included."""
+    supervisor's settings, flags included; DATABASE_URL the resolved ``dsn``, or unset
+    (None) for the embedded server of JOBQUEUE_DATA_DIR."""
     env = dict(os.environ)
     for f in config.env_settings():
         value = getattr(settings, f.name)
@@ -97,7 +101,10 @@ def child_environment(settings: Settings, dsn: str) -> dict[str, str]:
             env.pop(name, None)
         else:
             env[name] = ",".join(value) if isinstance(value, tuple) else str(value)
-    env["DATABASE_URL"] = dsn
+    if dsn is None:
+        env.pop("DATABASE_URL", None)
+    else:
+        env["DATABASE_URL"] = dsn
     return env
 
 

@@ -31,7 +31,7 @@ PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
 def pgbouncer(pg_dsn: str, tmp_path: Path, env: dict[str, str]) -> Iterator[str]:
     """A PgBouncer in transaction mode in front of the test database; its DSN."""
     if not Path(PGBOUNCER).exists():
-        pytest.fail("pgbouncer is not installed: apt-get install pgbouncer (.ci/run does)")
+        pytest.fail("pgbouncer is not installed: apt-get install pgbouncer (scripts/test does)")
     target = urlsplit(pg_dsn)
     host = unquote(target.hostname or "") or "127.0.0.1"
     user = unquote(target.username or "postgres")

@@ -1,6 +1,7 @@
 """Workflows over a real `jobqueue serve`: POST /workflows runs a diamond in order, a
 cycle or an unknown ref is a 422 naming it with nothing stored, GET shows every node's
-state, cancel stops what is left; and the `jobqueue workflows` command."""
+state, cancel stops what is left; and the `jobqueue workflows` command, whose `list` shows
+the newest workflows with their jobs counted by state."""
 
 from __future__ import annotations
 
@@ -109,3 +110,25 @@ def test_workflows_over_http_and_the_command_line(
     )
     actions = fetch(pg_dsn, f'SELECT action FROM "{schema}".audit_log ORDER BY id')
     assert [r["action"] for r in actions] == ["workflow.cancel", "workflow.cancel"]
+
+    listed = jobqueue(env, "workflows", "list")
+    assert listed.returncode == 0, listed.stderr
+    header, newest, diamond = (line.split() for line in listed.stdout.splitlines())
+    assert header == [
+        "ID", "NAME", "CREATED", "STATE",
+        "BLOCKED", "PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED",
+    ]  # fmt: skip
+    # CREATED is a date and a time; the chain has no name.
+    assert [newest[0], *newest[3:]] == [str(created["id"]), "cancelled", *"000003"]
+    assert [diamond[1], *diamond[4:]] == ["diamond", "completed", *"000400"]
+    [only] = json.loads(jobqueue(env, "workflows", "list", "--limit", "1", "--json").stdout)
+    assert (only["id"], only["status"], only["jobs"]["cancelled"]) == (
+        created["id"],
+        "cancelled",
+        3,
+    )
+    refused = jobqueue(env, "workflows", "list", "--limit", "0")
+    assert (refused.returncode, refused.stderr) == (
+        2,
+        "jobqueue: error: --limit must be a positive integer, got '0'\n",
+    )

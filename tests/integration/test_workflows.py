@@ -296,6 +296,36 @@ async def test_cancelling_a_workflow_cancels_every_job_not_ended(
     assert await jq.cancel_workflow(created.id + 1000) is None
 
 
+async def test_the_newest_workflows_are_listed_with_their_jobs_counted_by_state(
+    jq: JobQueue,
+) -> None:
+    first = jq.workflow("first")
+    first.chain(step("never"), step("never"))
+    cancelled = await first.enqueue()
+    await jq.cancel_workflow(cancelled.id)
+    second = jq.workflow("second")
+    second.chain(step("never"), step("never"), step("never"))
+    chain = await second.enqueue()
+    third = jq.workflow()
+    third.add("never")
+    single = await third.enqueue()
+
+    listed = await jq.list_workflows(limit=2)
+    assert [(w.id, w.name, w.status) for w in listed] == [
+        (single.id, None, "running"),
+        (chain.id, "second", "running"),
+    ]
+    none = dict.fromkeys(("blocked", "pending", "running", "completed", "failed", "cancelled"), 0)
+    assert listed[0].jobs == none | {"pending": 1}
+    assert listed[1].jobs == none | {"pending": 1, "blocked": 2}
+    oldest = (await jq.list_workflows())[-1]
+    assert (oldest.id, oldest.status, oldest.jobs) == (
+        cancelled.id,
+        "cancelled",
+        none | {"cancelled": 2},
+    )
+
+
 async def test_retention_deletes_a_finished_workflow_whole_never_half(
     jq: JobQueue, db: asyncpg.Connection, schema: str
 ) -> None:

@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import sys
 from collections.abc import Sequence
 
-from jobqueue.cli import admin, audit, jobs, queues, service, tokens, workers, workflows
+from jobqueue.cli import (
+    admin,
+    audit,
+    jobs,
+    queues,
+    service,
+    settings,
+    tokens,
+    workers,
+    workflows,
+)
 from jobqueue.cli.common import Run, UsageError
 from jobqueue.config import ConfigError
 from jobqueue.db.embedded import EmbeddedPostgresError
@@ -46,8 +57,11 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="jobqueue", description="A background job service on PostgreSQL."
+        prog="jobqueue",
+        description="A background job service on PostgreSQL.",
+        formatter_class=HelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"jobqueue {version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # The help lists the commands in the order they are added: hence enqueue and jobs,
     # both of jobs.py, apart.
@@ -60,4 +74,26 @@ def build_parser() -> argparse.ArgumentParser:
     workflows.add_workflow_commands(commands)
     tokens.add_token_commands(commands)
     audit.add_audit_command(commands)
+    settings.add_settings_command(commands)
     return parser
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's, but a command's name as long as `workflows` still has its text beside
+    it: argparse measures the commands without their indent, and puts the text of the
+    longest on a line of its own."""
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        if isinstance(action, argparse._SubParsersAction) and action.help != argparse.SUPPRESS:
+            names = [self._format_action_invocation(a) for a in action._get_subactions()]
+            indent = self._current_indent + self._indent_increment
+            longest = max(map(len, names), default=0) + indent
+            self._action_max_length = max(self._action_max_length, longest)
+
+
+def version() -> str:
+    try:
+        return importlib.metadata.version("jobqueue")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout, not installed
+        return "(not installed)"

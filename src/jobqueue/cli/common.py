@@ -31,15 +31,23 @@ def add_output_flags(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--json", action="store_true", help="print JSON for scripts")
 
 
-def add_setting_flags(cmd: argparse.ArgumentParser, only: Sequence[str] | None) -> None:
+def add_setting_flags(
+    cmd: argparse.ArgumentParser,
+    only: Sequence[str] | None,
+    *,
+    shown: Sequence[str] | None = None,
+) -> None:
+    """A flag per setting (``only`` these, if given); ``shown``: only these in --help,
+    the others being listed by `jobqueue settings`."""
     group = cmd.add_argument_group("settings (each also an environment variable)")
     for f in config.env_settings():
         if only is None or f.name in only:
+            text = f"{f.metadata['doc']} Default: {f.default!r}.".replace("%", "%%")
             group.add_argument(
                 config.flag_name(f),
                 dest=f"setting_{f.name}",
                 metavar=f.metadata["env"],
-                help=f"{f.metadata['doc']} Default: {f.default!r}.".replace("%", "%%"),
+                help=text if shown is None or f.name in shown else argparse.SUPPRESS,
             )
 
 

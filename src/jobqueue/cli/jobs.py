@@ -49,7 +49,8 @@ def add_enqueue_command(commands: Commands) -> None:
 
 
 def add_jobs_commands(commands: Commands) -> None:
-    jobs = commands.add_parser("jobs", help="inspect jobs").add_subparsers(
+    text = "inspect jobs; retry or cancel them"
+    jobs = commands.add_parser("jobs", help=text, description=text).add_subparsers(
         dest="jobs_command", required=True, metavar="COMMAND"
     )
     cmd = jobs.add_parser("get", help="show one job")

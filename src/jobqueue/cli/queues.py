@@ -12,7 +12,8 @@ from jobqueue.job import QueueInfo
 
 
 def add_queue_commands(commands: Commands) -> None:
-    queues = commands.add_parser("queues", help="list queues; pause or resume one")
+    text = "list queues; pause or resume one, or set its limits"
+    queues = commands.add_parser("queues", help=text, description=text)
     add_output_flags(queues)
     queues.set_defaults(run=run_queues)
     queue_commands = queues.add_subparsers(dest="queues_command", metavar="COMMAND")

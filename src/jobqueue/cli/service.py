@@ -14,15 +14,26 @@ from jobqueue import config, logs, supervisor
 from jobqueue.cli.common import Commands, add_setting_flags, settings_from
 from jobqueue.server import Roles, event_loop, load_jobqueue, serve
 
+# The settings each command's --help shows: what people type. Every other setting is a
+# flag too, listed by `jobqueue settings` (the help would otherwise run to 300 lines).
+SERVE_FLAGS = ("host", "port", "database_url", "data_dir", "app", "worker_count", "log_level")
+WORKER_FLAGS = ("database_url", "data_dir", "app", "worker_count", "metrics_port", "log_level")
+API_FLAGS = ("host", "port", "database_url", "data_dir", "log_level")
+EPILOG = (
+    "Every setting is also a flag, these and the others: `jobqueue settings` lists them "
+    "all with their variables, defaults and values (docs/configuration.md)."
+)
+
 
 def add_service_commands(commands: Commands) -> None:
-    for name, roles, text in (
-        ("serve", Roles(api=True, worker=True), "HTTP API and workers in one process"),
-        ("worker", Roles(api=False, worker=True), "workers only"),
-        ("api", Roles(api=True, worker=False), "HTTP API only"),
-    ):
-        cmd = commands.add_parser(name, help=text, description=text)
-        add_setting_flags(cmd, None)
+    for name, roles, text, shown in (
+        ("serve", Roles(api=True, worker=True), "HTTP API and workers in one process",
+         SERVE_FLAGS),
+        ("worker", Roles(api=False, worker=True), "workers only", WORKER_FLAGS),
+        ("api", Roles(api=True, worker=False), "HTTP API only", API_FLAGS),
+    ):  # fmt: skip
+        cmd = commands.add_parser(name, help=text, description=text, epilog=EPILOG)
+        add_setting_flags(cmd, None, shown=shown)
         cmd.add_argument(
             "--no-migrate",
             dest="migrate",

@@ -20,8 +20,9 @@ from jobqueue.tokens import TokenError, TokenInfo, new_token
 
 
 def add_token_commands(commands: Commands) -> None:
-    tokens = commands.add_parser("tokens", help="create, list and revoke API tokens")
-    actions = tokens.add_subparsers(dest="action", required=True, metavar="ACTION")
+    text = "create, list and revoke API tokens"
+    tokens = commands.add_parser("tokens", help=text, description=text)
+    actions = tokens.add_subparsers(dest="action", required=True, metavar="COMMAND")
 
     create = actions.add_parser("create", help="make a token and print its secret, once")
     add_output_flags(create)

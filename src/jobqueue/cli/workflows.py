@@ -1,20 +1,32 @@
-"""``workflows get|cancel``: one workflow and the state of each of its jobs."""
+"""``workflows list|get|cancel``: the newest workflows with their jobs counted by state;
+one workflow and the state of each of its jobs."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from jobqueue import config
 from jobqueue.audit import Actor
 from jobqueue.cli.common import Commands, add_output_flags, client, with_jobqueue
-from jobqueue.cli.output import print_json, print_table
-from jobqueue.workflows.model import Workflow
+from jobqueue.cli.output import format_time, print_json, print_table
+from jobqueue.workflows.model import Workflow, WorkflowSummary
+from jobqueue.workflows.store import STATES
 
 
 def add_workflow_commands(commands: Commands) -> None:
-    workflows = commands.add_parser(
-        "workflows", help="inspect and cancel workflows"
-    ).add_subparsers(dest="workflows_command", required=True, metavar="COMMAND")
+    text = "list, inspect and cancel workflows"
+    workflows = commands.add_parser("workflows", help=text, description=text).add_subparsers(
+        dest="workflows_command", required=True, metavar="COMMAND"
+    )
+    cmd = workflows.add_parser(
+        "list",
+        help="the newest workflows, with their jobs counted by state",
+        description="The newest workflows, newest first, with their jobs counted by state.",
+    )
+    cmd.add_argument("--limit", default="20", metavar="N", help="at most N (default 20)")
+    add_output_flags(cmd)
+    cmd.set_defaults(run=run_list)
     cmd = workflows.add_parser("get", help="show a workflow and each job's state")
     cmd.add_argument("id", type=int)
     add_output_flags(cmd)
@@ -23,6 +35,25 @@ def add_workflow_commands(commands: Commands) -> None:
     cmd.add_argument("id", type=int)
     add_output_flags(cmd)
     cmd.set_defaults(run=run_cancel)
+
+
+def run_list(args: argparse.Namespace) -> int:
+    limit = config.positive_int("--limit", args.limit)
+    jq = client(args)
+    summaries: list[WorkflowSummary] = with_jobqueue(jq, lambda: jq.list_workflows(limit))
+    if args.json:
+        from jobqueue.encoding import to_jsonable
+
+        print_json(to_jsonable(summaries))
+        return 0
+    rows = [
+        [str(w.id), w.name or "", format_time(w.created_at), w.status]
+        + [str(w.jobs[state]) for state in STATES]
+        for w in summaries
+    ]
+    header = ["ID", "NAME", "CREATED", "STATE", *(state.upper() for state in STATES)]
+    print_table(header, rows, "no workflows")
+    return 0
 
 
 def run_get(args: argparse.Namespace) -> int:

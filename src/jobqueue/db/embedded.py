@@ -6,8 +6,13 @@ leaks the server when its parent is killed.
 
 In the data directory: ``pgdata/`` (the cluster), ``postgres.log``, ``lock``
 (held while initialising or starting, so that concurrent starters end up on
-one server) and, only in the ``nobody`` fallback, ``pg/`` (binaries that user
-can run).
+one server), ``port`` (the port of the last start, taken again when free) and,
+only in the ``nobody`` fallback, ``pg/`` (binaries that user can run).
+
+A restarted server keeps its port when it can, so that the DSNs handed out before
+(to processes that joined it, or copied by people) still reach it. When it cannot
+(another program took the port meanwhile), the jobqueue processes that joined it
+find it anyway: they read its port again at each new connection (``follow``).
 """
 
 from __future__ import annotations
@@ -108,7 +113,7 @@ class EmbeddedPostgres:
     def dsn(self) -> str:
         if self._port is None:
             raise EmbeddedPostgresError(f"embedded PostgreSQL in {self._data_dir} is not started")
-        return f"postgresql://postgres@127.0.0.1:{self._port}/postgres"
+        return _dsn(self._port)
 
     @property
     def owned(self) -> bool:
@@ -128,7 +133,8 @@ class EmbeddedPostgres:
                 if self._port is None:
                     runner = self._choose_runner()
                     self._initialise(runner, deadline)
-                    self._port = self._launch(runner, deadline)
+                    self._port = self._launch_on_kept_port(runner, deadline)
+            _located[self.dsn] = self._pgdata
         return self.dsn
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -248,8 +254,22 @@ class EmbeddedPostgres:
             raise EmbeddedPostgresError(f"initdb failed: {_tail(self._log, offset)}")
         scratch.rename(self._pgdata)
 
-    def _launch(self, runner: _Runner, deadline: float) -> int:
-        port, offset = self._fixed_port or _free_port(), _size(self._log)
+    def _launch_on_kept_port(self, runner: _Runner, deadline: float) -> int:
+        """Launch on the port of the last start if it is free, else on a free one."""
+        if self._fixed_port:
+            return self._launch(runner, deadline, self._fixed_port)
+        kept = _read_port(self._data_dir / "port")
+        if kept is not None and _is_free(kept):
+            try:
+                return self._launch(runner, deadline, kept)
+            except EmbeddedPostgresError:
+                pass  # most likely taken between the check and PostgreSQL's bind
+        port = self._launch(runner, deadline, _free_port())
+        (self._data_dir / "port").write_text(f"{port}\n")
+        return port
+
+    def _launch(self, runner: _Runner, deadline: float, port: int) -> int:
+        offset = _size(self._log)
         postgres = runner.command(
             "postgres", "-D", str(self._pgdata), "-p", str(port),
             "-c", "listen_addresses=127.0.0.1",
@@ -277,6 +297,32 @@ class EmbeddedPostgres:
         code = self._process.returncode
         self.stop()  # it has exited: this only releases the keeper thread
         raise EmbeddedPostgresError(f"PostgreSQL exited (code {code}): {_tail(self._log, offset)}")
+
+
+# The cluster of each DSN that start() returned in this process: see follow().
+_located: dict[str, Path] = {}
+
+
+def follow(dsn: str) -> str:
+    """Where the embedded server that ``dsn`` reached now listens: its owner may have
+    restarted it meanwhile, on another port if its own was taken by then. ``dsn``
+    itself for any other DSN, and while no server is ready in that cluster, so that
+    connecting fails as in any outage and is retried.
+
+    Read from the cluster's postmaster.pid at each new connection: a process that
+    joined a server whose owner restarted would otherwise retry the old port for ever.
+    """
+    pgdata = _located.get(dsn)
+    if pgdata is None:
+        return dsn
+    pidfile = _read_pidfile(pgdata)
+    if pidfile is None or not pidfile[2] or not pidfile[1]:
+        return dsn
+    return _dsn(pidfile[1])
+
+
+def _dsn(port: int) -> str:
+    return f"postgresql://postgres@127.0.0.1:{port}/postgres"
 
 
 def _wheel_bin_dir() -> Path:
@@ -351,6 +397,26 @@ def _accepts_tcp(port: int) -> bool:
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
     except OSError:
         return False
+    return True
+
+
+def _read_port(path: Path) -> int | None:
+    try:
+        port = int(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return port if 0 < port < 65536 else None
+
+
+def _is_free(port: int) -> bool:
+    with socket.socket() as probe:
+        # As PostgreSQL binds: the TIME_WAIT of a connection the last server closed
+        # does not keep it from listening there again.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
     return True
 
 

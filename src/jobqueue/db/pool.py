@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import asyncpg
 
 from jobqueue.config import Settings
-from jobqueue.db.embedded import EmbeddedPostgres
+from jobqueue.db.embedded import EmbeddedPostgres, follow
 from jobqueue.db.hosts import single_host_dsns
 
 T = TypeVar("T")
@@ -302,8 +302,9 @@ async def connect_each_host(dsn: str, **options: Any) -> asyncpg.Connection:
     ``timeout``. At once an error that is no outage (a refused password says the same
     on every host); else the last host's error, or a TimeoutError if a host took the
     whole timeout: a caller that retries only what failed fast then does not wait it
-    out again at once (an enqueue answers 503 after one timeout, not four)."""
-    *others, last = single_host_dsns(dsn)
+    out again at once (an enqueue answers 503 after one timeout, not four). The embedded
+    server is looked for where it now listens (embedded.follow)."""
+    *others, last = single_host_dsns(follow(dsn))
     timed_out: TimeoutError | None = None
     for one in others:
         try:

@@ -202,6 +202,21 @@ class WorkflowRow:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkflowCounts:
+    """A workflow's row, with how many of its jobs are in each state."""
+
+    id: int
+    name: str | None
+    created_at: datetime
+    blocked: int
+    pending: int
+    running: int
+    completed: int
+    failed: int
+    cancelled: int
+
+
+@dataclass(frozen=True, slots=True)
 class ParentResult:
     """A parent of a workflow job, as its handler sees it."""
 

@@ -136,6 +136,7 @@ class Queries:
     workflow_insert_edges: str
     workflow_insert_jobs: str
     workflow_jobs: str
+    workflow_list: str
     workflow_parent_results: str
     workflow_retention_delete: str
 

@@ -45,6 +45,7 @@ from jobqueue.db.records import (
     RememberedKey,
     Renewal,
     Rescued,
+    WorkflowCounts,
     WorkflowRow,
 )
 from jobqueue.db.sql import Queries, queries
@@ -591,6 +592,11 @@ class Store:
         """Every job of the workflow: its ref, the refs it waits for, the job."""
         records = await self.db.fetch(self._q.workflow_jobs, workflow_id)
         return [(r["workflow_ref"], list(r["depends_on"]), Job.from_record(r)) for r in records]
+
+    async def workflow_list(self, *, limit: int) -> list[WorkflowCounts]:
+        """The ``limit`` newest workflows, newest first, with their jobs' state counts."""
+        records = await self.db.fetch(self._q.workflow_list, limit)
+        return [WorkflowCounts(**dict(r.items())) for r in records]
 
     async def workflow_parent_results(self, *, job_id: int) -> list[ParentResult]:
         records = await self.db.fetch(self._q.workflow_parent_results, job_id)

@@ -139,8 +139,25 @@ class Workflow:
     jobs: list[WorkflowJob]
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class WorkflowSummary:
+    """A stored workflow with how many of its jobs are in each state (`workflows list`)."""
+
+    id: int
+    name: str | None
+    created_at: datetime
+    status: str
+    """As Workflow.status."""
+    jobs: dict[str, int]
+    """Jobs by state, every state included (0 for none)."""
+
+
 def status_of(jobs: Sequence[Job]) -> str:
-    states = {job.status for job in jobs}
+    return status_of_states({job.status for job in jobs})
+
+
+def status_of_states(states: set[str]) -> str:
+    """A workflow's status from the states its jobs are in (see Workflow.status)."""
     if states & {JobStatus.BLOCKED, JobStatus.PENDING, JobStatus.RUNNING}:
         return "running"
     if states <= {JobStatus.COMPLETED}:

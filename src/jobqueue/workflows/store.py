@@ -17,12 +17,15 @@ import structlog
 from jobqueue import audit
 from jobqueue.audit import Action, Actor
 from jobqueue.db.store import Store
+from jobqueue.job import JobStatus
 from jobqueue.workflows.model import (
     CreatedWorkflow,
     Workflow,
     WorkflowError,
     WorkflowJob,
+    WorkflowSummary,
     status_of,
+    status_of_states,
 )
 from jobqueue.workflows.plan import Planned
 
@@ -89,6 +92,20 @@ async def get(store: Store, workflow_id: int) -> Workflow | None:
         return None
     jobs = [WorkflowJob(*node) for node in await store.workflow_jobs(workflow_id=workflow_id)]
     return Workflow(row.id, row.name, row.created_at, status_of([j.job for j in jobs]), jobs)
+
+
+async def recent(store: Store, limit: int) -> list[WorkflowSummary]:
+    """The ``limit`` newest workflows, newest first, with their jobs counted by state."""
+    summaries = []
+    for row in await store.workflow_list(limit=limit):
+        jobs = {state: getattr(row, state) for state in STATES}
+        status = status_of_states({state for state, count in jobs.items() if count})
+        summaries.append(WorkflowSummary(row.id, row.name, row.created_at, status, jobs))
+    return summaries
+
+
+# Every state a workflow's job can be in, in the order of its life.
+STATES = tuple(status.value for status in JobStatus)
 
 
 async def cancel(store: Store, workflow_id: int, *, by: Actor | None = None) -> Workflow | None:
