@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import asyncpg
 
-from jobqueue import config, control, fields, observability
+from jobqueue import config, control, fields, logs, observability
 from jobqueue.audit import Actor
 from jobqueue.config import Settings
 from jobqueue.database import Database
@@ -96,6 +96,7 @@ class JobQueue:
     def settings(self, settings: Settings) -> None:
         # Replaceable, as tests do: what the rows and the next pool are built from too.
         self._settings = settings
+        logs.use_level(settings.log_level)
         self._rows = Rows(self.tasks, settings)
         self._database.settings = settings
 

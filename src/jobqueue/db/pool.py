@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 
+from jobqueue import logs
 from jobqueue.config import Settings
 from jobqueue.db.embedded import EmbeddedPostgres
 from jobqueue.db.hosts import single_host_dsns
@@ -128,6 +129,13 @@ class Pool(asyncpg.Pool):  # type: ignore[misc]  # asyncpg has no type informati
     first query on it fails before anything is written. Nothing ran, so running it
     elsewhere is safe for any statement, and callers never see that race."""
 
+    async def _maintain_min_size(self) -> None:
+        # asyncpg's task that reopens the pool's minimum of connections, and logs each
+        # failure with a traceback: marked as ours, for logs.OneLineReconnects. The
+        # task runs in a copy of the context, so the mark stays in it.
+        logs.reconnecting.set(True)
+        await super()._maintain_min_size()
+
     async def execute(self, query: str, *args: Any, **options: Any) -> str:
         result: str = await self._resend_unsent("execute", query, args, options)
         return result
@@ -245,6 +253,7 @@ async def create_pool(
     settings sent at start-up (PgBouncer refuses the ones it does not know, and could
     not keep them per client): the session settings come from PgBouncer's
     ``connect_query`` or the role instead (docs/scaling.md)."""
+    logs.quiet_reconnects()
     settings = {
         "application_name": "jobqueue",
         # Every query of the runtime takes milliseconds; one stuck behind a lock or
