@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import socket
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from typing import Any, ParamSpec, TypeVar
 
 import asyncpg
 
@@ -13,8 +15,10 @@ from jobqueue import logs
 from jobqueue.config import Settings
 from jobqueue.db.embedded import EmbeddedPostgres
 from jobqueue.db.hosts import single_host_dsns
+from jobqueue.errors import DatabaseUnavailable
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 # Settings of every session. Keepalives: half-open TCP connections (a host that
 # vanished without a FIN) are noticed by the server within about 30 s instead of the
@@ -375,6 +379,49 @@ def is_unavailable(exc: BaseException) -> bool:
     if pooler_refusal(exc) is not None:
         return False  # waiting would not help
     return isinstance(exc, unavailable) or never_sent(exc)
+
+
+def unavailable_error(exc: Exception) -> DatabaseUnavailable | None:
+    """What the Python API raises for ``exc``: a DatabaseUnavailable (to raise from
+    ``exc``) when ``exc`` means the database cannot be reached, else None (``exc`` as
+    it is: a bug, a bad value, or already the API's own error). A value the driver
+    cannot encode is an InterfaceError too, but no outage."""
+    if isinstance(exc, DatabaseUnavailable | ValueError) or not is_unavailable(exc):
+        return None
+    return DatabaseUnavailable(f"database unavailable: {error_text(exc)}")
+
+
+def raises_unavailable(
+    call: Callable[P, Awaitable[T]],
+) -> Callable[P, Coroutine[Any, Any, T]]:
+    """``call`` (a coroutine function of the Python API) raising DatabaseUnavailable
+    instead of the driver's errors of an outage (``unavailable_error``). Not for the
+    enqueue calls, which say what was stored (jobqueue.errors, jobqueue.enqueuer)."""
+
+    @functools.wraps(call)
+    async def translated(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await call(*args, **kwargs)
+        except Exception as exc:
+            error = unavailable_error(exc)
+            if error is None:
+                raise
+            raise error from exc
+
+    return translated
+
+
+@contextlib.contextmanager
+def unavailable_raised() -> Iterator[None]:
+    """``raises_unavailable`` for a part of a call: where the rest may raise errors that
+    must stay as they are (``jq.wait``'s TimeoutError, a ``jq.worker()`` block's own)."""
+    try:
+        yield
+    except Exception as exc:
+        error = unavailable_error(exc)
+        if error is None:
+            raise
+        raise error from exc
 
 
 def pooler_refusal(exc: BaseException) -> str | None:
