@@ -145,6 +145,7 @@ class Logger(structlog.BoundLoggerBase):
 
 
 _NAMES = {DEBUG: "debug", INFO: "info", WARNING: "warning", ERROR: "error", CRITICAL: "critical"}
+_LEVELS = {name: level for level, name in _NAMES.items()}
 
 
 def get_logger(name: str, *processors: Any) -> Any:
@@ -159,6 +160,8 @@ def _deliver(logger: logging.Logger, method: str, event: MutableMapping[str, Any
     render = _render
     if render is not None:
         return render(logger, method, event)
+    if not logger.isEnabledFor(_LEVELS[method]):
+        raise structlog.DropEvent  # the application's logging would drop it: not rendered
     exc_info = event.pop("exc_info", None)
     text = str(event.pop("event", ""))
     if event:
