@@ -2,13 +2,14 @@
 
 from jobqueue.app import JobQueue
 from jobqueue.context import JobContext
-from jobqueue.errors import EnqueueError, EnqueueFailed, EnqueueOutcomeUnknown
+from jobqueue.errors import DatabaseUnavailable, EnqueueError, EnqueueFailed, EnqueueOutcomeUnknown
 from jobqueue.job import Attempt, Job, JobStatus
 from jobqueue.retry import Discard, ExponentialBackoff, FixedDelay, RetryAt
 from jobqueue.task import PayloadError, Task
 
 __all__ = [
     "Attempt",
+    "DatabaseUnavailable",
     "Discard",
     "EnqueueError",
     "EnqueueFailed",

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import asyncpg
 
-from jobqueue import config, control, fields, observability
+from jobqueue import config, control, fields, logs, observability
 from jobqueue.audit import Actor
 from jobqueue.config import Settings
 from jobqueue.database import Database
@@ -35,6 +35,7 @@ from jobqueue.db.connections import (
     run_blocking,
     sync_executor_for,
 )
+from jobqueue.db.pool import raises_unavailable, unavailable_raised
 from jobqueue.db.records import JobRow
 from jobqueue.db.store import Clock, Store
 from jobqueue.enqueuer import insert, on_pool, opened
@@ -96,6 +97,7 @@ class JobQueue:
     def settings(self, settings: Settings) -> None:
         # Replaceable, as tests do: what the rows and the next pool are built from too.
         self._settings = settings
+        logs.use_level(settings.log_level)
         self._rows = Rows(self.tasks, settings)
         self._database.settings = settings
 
@@ -163,28 +165,34 @@ class JobQueue:
         """Use a DSN resolved elsewhere (the server process resolves it once)."""
         self._database.use_dsn(dsn)
 
+    @raises_unavailable
     async def pool(self) -> asyncpg.Pool:
         """This event loop's pool, opened on first use."""
         return (await self._database.resources()).pool
 
+    @raises_unavailable
     async def store(self) -> Store:
         """This event loop's store: every query, as a typed method (jobqueue.db.store)."""
         return (await self._database.resources()).store
 
+    @raises_unavailable
     async def migrate(self) -> list[int]:
         """Apply the schema; returns the migration versions applied now."""
         return await self._database.migrate()
 
+    @raises_unavailable
     async def ping(self) -> None:
         """One round trip to the database (raises if it cannot be reached)."""
         await (await self.store()).ping()
 
+    @raises_unavailable
     async def close_pool(self, *, terminate: bool = False) -> None:
         """Close this event loop's pool; the next use opens a new one. ``terminate``
         drops the connections at once (the database is gone: nothing to say goodbye to).
         """
         await self._database.close_loop(terminate=terminate)
 
+    @raises_unavailable
     async def close(self) -> None:
         """Close this loop's pool (and the sync API's), and stop an embedded server we own."""
         await self.close_pool()
@@ -218,12 +226,15 @@ class JobQueue:
         raises ConfigError (a ValueError) naming it.
         """
         settings = worker_settings(self.settings, queues=queues, concurrency=concurrency)
-        if settings.migrate:
-            await self.migrate()
-        dsn = await self._database.resolved_direct_dsn()
-        async with in_process(
-            await self.pool(), dsn, settings, self.tasks, clock=self.clock
-        ) as worker:
+        async with contextlib.AsyncExitStack() as stack:
+            with unavailable_raised():  # starting it; the block's own errors stay its
+                if settings.migrate:
+                    await self.migrate()
+                dsn = await self._database.resolved_direct_dsn()
+                pool = await self.pool()
+                worker = await stack.enter_async_context(
+                    in_process(pool, dsn, settings, self.tasks, clock=self.clock)
+                )
             yield worker
 
     # -- enqueueing --------------------------------------------------------------
@@ -384,13 +395,14 @@ class JobQueue:
         """``write`` on the application's connection, inside its transaction (its
         errors are its driver's), or on a pooled one under enqueue's error contract:
         EnqueueFailed or EnqueueOutcomeUnknown when the database cannot be reached."""
-        store = await opened(self.store())
+        store = (await opened(self._database.resources())).store
         if conn is None:
             return await on_pool(store, write)
         return await write(store.on(executor_for(conn)))
 
     # -- reading jobs --------------------------------------------------------------
 
+    @raises_unavailable
     async def get(self, job_id: int) -> Job | None:
         return await (await self.store()).get_job(job_id=job_id)
 
@@ -405,10 +417,12 @@ class JobQueue:
         """
         return await (await self.waiter()).wait(job_id, timeout)
 
+    @raises_unavailable
     async def waiter(self) -> Waiter:
         """This event loop's Waiter (see jobqueue.waiter), made on first use."""
         return await self._database.waiter()
 
+    @raises_unavailable
     async def list(
         self,
         *,
@@ -428,17 +442,20 @@ class JobQueue:
             limit=limit,
         )
 
+    @raises_unavailable
     async def attempts(self, job_id: int) -> builtins.list[Attempt]:
         """The job's attempts, oldest first: every failed one (error, traceback, worker,
         timing) and any other that logged, each with what its handler logged (``log``)."""
         return await (await self.store()).job_attempts(job_id=job_id)
 
+    @raises_unavailable
     async def workers(self) -> builtins.list[WorkerInfo]:
         """Worker processes that have announced themselves, oldest first."""
         return await (await self.store()).workers_list()
 
     # -- job control ---------------------------------------------------------------
 
+    @raises_unavailable
     async def retry(self, job_id: int, *, by: Actor | None = None) -> Job:
         """Make a failed or cancelled job pending again, with fresh attempts, to run now.
 
@@ -448,6 +465,7 @@ class JobQueue:
         """
         return await control.retry(await self.store(), job_id, by=by)
 
+    @raises_unavailable
     async def retry_many(
         self,
         *,
@@ -471,6 +489,7 @@ class JobQueue:
             by=by,
         )
 
+    @raises_unavailable
     async def cancel(self, job_id: int, *, by: Actor | None = None) -> Job:
         """Cancel a job: a pending one is ``cancelled`` at once; a running one is asked to
         stop (``cancel_requested_at`` is set) and its worker ends it ``cancelled`` within
@@ -478,6 +497,7 @@ class JobQueue:
         that already ended."""
         return await control.cancel(await self.store(), job_id, by=by)
 
+    @raises_unavailable
     async def cancel_many(
         self, *, type: str | None = None, queue: str | None = None, by: Actor | None = None
     ) -> dict[str, int]:
@@ -514,14 +534,17 @@ class JobQueue:
         observability.workflow_created(name)
         return created
 
+    @raises_unavailable
     async def get_workflow(self, workflow_id: int) -> Workflow | None:
         """The workflow and every node's job, or None."""
         return await workflows_store.get(await self.store(), workflow_id)
 
+    @raises_unavailable
     async def list_workflows(self, limit: int = 20) -> builtins.list[WorkflowSummary]:
         """The ``limit`` newest workflows, newest first, with their jobs counted by state."""
         return await workflows_store.recent(await self.store(), limit)
 
+    @raises_unavailable
     async def cancel_workflow(
         self, workflow_id: int, *, by: Actor | None = None
     ) -> Workflow | None:
@@ -531,6 +554,7 @@ class JobQueue:
 
     # -- queues ------------------------------------------------------------------
 
+    @raises_unavailable
     async def queues(self) -> builtins.list[QueueInfo]:
         """Every queue with jobs or controls, by name."""
         store = await self.store()
@@ -540,6 +564,7 @@ class JobQueue:
             for q in await store.queues_overview()
         ]
 
+    @raises_unavailable
     async def queue(self, name: str) -> QueueInfo:
         """One queue; a queue with no job and no control shows zeros."""
         fields.check_options(queue=name)
@@ -549,6 +574,7 @@ class JobQueue:
         limits = await store.queue_limits_overview(name=name)
         return dataclasses.replace(queue, limits=limits[name]) if name in limits else queue
 
+    @raises_unavailable
     async def pause(self, name: str, *, by: Actor | None = None) -> QueueInfo:
         """Stop every worker from starting jobs of this queue (running ones finish);
         the queue keeps accepting jobs."""
@@ -556,6 +582,7 @@ class JobQueue:
         await control.pause(await self.store(), name, by=by)
         return await self.queue(name)
 
+    @raises_unavailable
     async def set_limits(
         self, name: str, *, by: Actor | None = None, **limits: int | str | None
     ) -> QueueInfo:
@@ -566,6 +593,7 @@ class JobQueue:
         await queue_limits.set_limits(await self.store(), name, limits, by=by)
         return await self.queue(name)
 
+    @raises_unavailable
     async def resume(self, name: str, *, by: Actor | None = None) -> QueueInfo:
         """Let workers start this queue's jobs again, at once."""
         fields.check_options(queue=name)

@@ -544,7 +544,10 @@ class Settings:
         "JOBQUEUE_LOG_LEVEL",
         one_of("debug", "info", "warning", "error"),
         "info",
-        "Least severe log level printed.",
+        "Least severe log level logged; lower lines are dropped, neither printed nor kept "
+        "with their job. In an application, its `logging` configuration then decides what "
+        "is printed (docs/job-logs.md). `warning` skips the two lines per job, `debug` adds "
+        "more.",
     )
     log_format: str = setting(
         "JOBQUEUE_LOG_FORMAT",

@@ -18,7 +18,7 @@ from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import structlog
+from jobqueue.logs import get_logger
 
 
 class JobLog(Protocol):
@@ -76,17 +76,14 @@ class JobContext:
 
     @property
     def log(self) -> Any:
-        """A structlog logger bound with this job's id, type and attempt. Its lines are
-        kept with the attempt too (per-job logs), unless JOBQUEUE_JOB_LOGS is off."""
+        """A structlog logger bound with this job's id, type and attempt, logging under
+        the name ``jobqueue.job`` (docs/job-logs.md). Its lines are kept with the attempt
+        too (per-job logs), unless JOBQUEUE_JOB_LOGS is off."""
         capture = self._job_log
         logger = (
-            structlog.get_logger("jobqueue.job")
+            get_logger("jobqueue.job")
             if capture is None or capture.closed  # per-job logs off, or the attempt over
-            else structlog.wrap_logger(
-                None,
-                processors=[capture, *structlog.get_config()["processors"]],
-                logger_factory_args=("jobqueue.job",),
-            )
+            else get_logger("jobqueue.job", capture)
         )
         if self.workflow_id is not None:
             logger = logger.bind(workflow_id=self.workflow_id)

@@ -20,18 +20,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import structlog
-
 from jobqueue import observability, wakeups
 from jobqueue.app import JobQueue
 from jobqueue.db.pool import is_unavailable, pooler_refusal
+from jobqueue.logs import get_logger
 from jobqueue.tls import tls_files
 from jobqueue.worker import Worker
 
 if TYPE_CHECKING:
     from jobqueue.api.http import HttpServer
 
-log = structlog.get_logger("jobqueue.server")
+log = get_logger("jobqueue.server")
 
 HTTP_GRACE_SECONDS = 5.0
 

@@ -21,14 +21,13 @@ import sys
 import time
 from collections.abc import Callable
 
-import structlog
-
 from jobqueue import config, wakeups
 from jobqueue.config import Settings
 from jobqueue.db.migrate import migrate
 from jobqueue.db.pool import connect_session, is_unavailable, resolve_dsn
+from jobqueue.logs import get_logger
 
-log = structlog.get_logger("jobqueue.supervisor")
+log = get_logger("jobqueue.supervisor")
 
 RESTART_DELAY_SECONDS = 1.0
 _PR_SET_PDEATHSIG = 1

@@ -16,6 +16,7 @@ import contextlib
 from dataclasses import dataclass, field
 
 from jobqueue.db.listener import Listener
+from jobqueue.db.pool import unavailable_raised
 from jobqueue.db.store import Store
 from jobqueue.job import FINAL_STATES, Job, JobNotFound
 from jobqueue.signals import Signal, Signals
@@ -42,8 +43,9 @@ class Waiter:
         self.signals = WaiterSignals()
 
     async def wait(self, job_id: int, timeout: float | None) -> Job:
-        """The job once final. Raises JobNotFound, or TimeoutError after ``timeout``
-        seconds (None: no limit)."""
+        """The job once final. Raises JobNotFound, TimeoutError after ``timeout``
+        seconds (None: no limit), or DatabaseUnavailable when its read cannot reach the
+        database."""
         if self._task is None:
             self._task = asyncio.create_task(self._listener.run(), name="jobqueue-waiter")
         woken = asyncio.Event()
@@ -55,7 +57,8 @@ class Waiter:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._listener.listening.wait(), LISTEN_SECONDS)
                 while True:
-                    job = await self._store.get_job(job_id=job_id)
+                    with unavailable_raised():  # not the wait's own TimeoutError
+                        job = await self._store.get_job(job_id=job_id)
                     if job is None:
                         raise JobNotFound(job_id)
                     if job.status in FINAL_STATES:

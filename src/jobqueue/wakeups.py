@@ -24,12 +24,11 @@ import threading
 from collections.abc import Callable
 from typing import IO
 
-import structlog
-
 from jobqueue.db.listener import Listener
 from jobqueue.db.sql import cancel_channel_name, channel_name
+from jobqueue.logs import get_logger
 
-log = structlog.get_logger("jobqueue.wakeups")
+log = get_logger("jobqueue.wakeups")
 
 # Set by the supervisor in its children's environment: wake-ups come on stdin.
 RELAYED = "JOBQUEUE_WAKEUPS_RELAYED"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import threading
 import time
 from typing import Any
@@ -202,15 +203,16 @@ async def test_progress_of_a_stale_attempt_is_not_written(jq: JobQueue) -> None:
 
 
 async def test_context_log_is_bound_to_the_job(
-    jq: JobQueue, capsys: pytest.CaptureFixture[str]
+    jq: JobQueue, caplog: pytest.LogCaptureFixture
 ) -> None:
     @jq.task("chatty")
     def chatty(payload: dict[str, Any], ctx: JobContext) -> None:
         ctx.log.info("step one done", rows=3)
 
     job = await jq.enqueue("chatty")
-    await drain(jq)
-    [line] = [line for line in capsys.readouterr().out.splitlines() if "step one done" in line]
+    with caplog.at_level(logging.INFO, "jobqueue.job"):
+        await drain(jq)
+    [line] = [r.getMessage() for r in caplog.records if "step one done" in r.getMessage()]
     assert f"job_id={job.id}" in line
     assert "type=chatty" in line
     assert "attempt=1" in line

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import threading
 import time
 from typing import Any
 
 import asyncpg
 import pytest
-import structlog
 
 from jobqueue import JobContext
 from jobqueue.app import JobQueue
@@ -182,7 +182,7 @@ async def test_no_more_than_worker_count_jobs_run_at_once(
 
 
 async def test_a_write_from_a_replaced_attempt_changes_nothing(
-    jq: JobQueue, db: asyncpg.Connection, schema: str
+    jq: JobQueue, db: asyncpg.Connection, schema: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     job = await jq.enqueue("noop")
     store = await jq.store()
@@ -197,7 +197,7 @@ async def test_a_write_from_a_replaced_attempt_changes_nothing(
     assert second.attempt == 2
 
     stale = Completer(store, "old-worker")
-    with structlog.testing.capture_logs() as logs:
+    with caplog.at_level(logging.WARNING, "jobqueue"):
         stale.complete(first)
         await stale.flush()
         stale.fail(first, "late failure", None, None)
@@ -205,12 +205,12 @@ async def test_a_write_from_a_replaced_attempt_changes_nothing(
     row = await db.fetchrow(f'SELECT * FROM "{schema}".jobs WHERE id = $1', job.id)
     assert (row["status"], row["attempts"], row["worker_id"]) == ("running", 2, "new-worker")
     assert row["last_error"] is None
-    rejected = [e["event"] for e in logs if "rejected" in e["event"]]
+    rejected = [r.getMessage() for r in caplog.records if "rejected" in r.getMessage()]
     assert rejected == [
         f"Stale completion of job {job.id} attempt 1 rejected: "
-        "the job is no longer held by this attempt",
+        f"the job is no longer held by this attempt job_id={job.id} attempt=1",
         f"Stale failure of job {job.id} attempt 1 rejected: "
-        "the job is no longer held by this attempt",
+        f"the job is no longer held by this attempt job_id={job.id} attempt=1",
     ]
 
     current = Completer(store, "new-worker")
@@ -220,7 +220,7 @@ async def test_a_write_from_a_replaced_attempt_changes_nothing(
 
 
 async def test_a_claim_the_database_forgot_cannot_write_over_the_claim_that_replaced_it(
-    jq: JobQueue, db: asyncpg.Connection, schema: str
+    jq: JobQueue, db: asyncpg.Connection, schema: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A claim's commit does not wait for the disk (claim.sql), so a database crash can
     forget it: the job is as it was before, pending with no attempt counted, and the
@@ -241,12 +241,12 @@ async def test_a_claim_the_database_forgot_cannot_write_over_the_claim_that_repl
     renewal = await store.heartbeat(jobs=[forgotten], worker_id="w", lease_seconds=30)
     assert renewal.lost == [forgotten]
     old = Completer(store, "w")
-    with structlog.testing.capture_logs() as logs:
+    with caplog.at_level(logging.WARNING, "jobqueue"):
         old.complete(forgotten, '"the old run\'s"')
         await old.flush()
-    assert [e["event"] for e in logs if "rejected" in e["event"]] == [
+    assert [r.getMessage() for r in caplog.records if "rejected" in r.getMessage()] == [
         f"Stale completion of job {job.id} attempt 1 rejected: "
-        "the job is no longer held by this attempt"
+        f"the job is no longer held by this attempt job_id={job.id} attempt=1"
     ]
     row = await db.fetchrow(f'SELECT * FROM "{schema}".jobs WHERE id = $1', job.id)
     assert (row["status"], row["attempts"], row["result"]) == ("running", 1, None)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 
 import pytest
-import structlog
 
 from jobqueue.db.records import ClaimedJob, ParentResult
 from jobqueue.observability.lifecycle import attempt_fields
@@ -20,12 +20,15 @@ def test_the_attempt_events_name_the_workflow_of_a_workflow_job_only() -> None:
     assert "workflow_id" not in attempt_fields(ALONE, "w", NOW)
 
 
-def test_ctx_log_lines_carry_the_workflow() -> None:
-    with structlog.testing.capture_logs() as lines:
+def test_ctx_log_lines_carry_the_workflow(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, "jobqueue.job"):
         IN_WORKFLOW.context().log.info("loading")
         ALONE.context().log.info("alone")
-    assert lines[0]["workflow_id"] == 42
-    assert "workflow_id" not in lines[1]
+    loading, alone = (r.getMessage() for r in caplog.records)
+    assert loading.startswith("loading ")
+    assert "workflow_id=42" in loading
+    assert alone.startswith("alone ")
+    assert "workflow_id" not in alone
 
 
 def test_parent_results_by_ref_and_the_only_parents_result() -> None:

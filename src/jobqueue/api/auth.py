@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import structlog
 from fastapi import APIRouter, FastAPI, HTTPException, Request, Security
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
@@ -25,9 +24,10 @@ from fastapi.routing import APIRoute
 from jobqueue import tokens
 from jobqueue.db.pool import error_text
 from jobqueue.db.store import Store
+from jobqueue.logs import get_logger
 from jobqueue.tokens import ADMIN_TOKEN_NAME, ALL_SCOPES, OPEN, Principal, Scope, StoredToken
 
-log = structlog.get_logger("jobqueue.api")
+log = get_logger("jobqueue.api")
 
 # An API process rereads the tokens once its view of them is REFRESH_SECONDS old,
 # in the background while the view is younger than MAX_AGE_SECONDS, and before

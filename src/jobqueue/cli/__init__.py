@@ -22,6 +22,7 @@ from jobqueue.cli.common import Run, UsageError
 from jobqueue.config import ConfigError
 from jobqueue.db.embedded import EmbeddedPostgresError
 from jobqueue.db.pool import is_unavailable, pooler_refusal
+from jobqueue.errors import DatabaseUnavailable
 from jobqueue.job import JobNotFound, JobStateError
 from jobqueue.server import StartupError
 
@@ -50,7 +51,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             sys.exit(1)
         if not is_unavailable(exc):
             raise
-        print(f"jobqueue: error: database unavailable: {exc}", file=sys.stderr)
+        # The Python API's own error says "database unavailable" already: its cause.
+        cause = exc.cause if type(exc) is DatabaseUnavailable else None
+        print(f"jobqueue: error: database unavailable: {cause or exc}", file=sys.stderr)
         code = 1
     sys.exit(code)
 

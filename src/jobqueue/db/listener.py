@@ -12,12 +12,12 @@ import contextlib
 from collections.abc import Callable
 
 import asyncpg
-import structlog
 
 from jobqueue.db.pool import connect, error_text
 from jobqueue.db.store import Store
+from jobqueue.logs import get_logger
 
-log = structlog.get_logger("jobqueue.listener")
+log = get_logger("jobqueue.listener")
 
 # The LISTEN connection only ever waits, so a network that silently drops its
 # packets leaves it waiting for good: TCP keepalive notices only when nothing on the

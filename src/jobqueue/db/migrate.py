@@ -7,12 +7,12 @@ import zlib
 from collections.abc import Awaitable, Callable
 
 import asyncpg
-import structlog
 
 from jobqueue.db.sql import migrations
 from jobqueue.db.store import Store
+from jobqueue.logs import get_logger
 
-log = structlog.get_logger("jobqueue.migrate")
+log = get_logger("jobqueue.migrate")
 
 
 def lock_key(schema: str) -> int:

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import socket
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from typing import Any, ParamSpec, TypeVar
 
 import asyncpg
 
+from jobqueue import logs
 from jobqueue.config import Settings
 from jobqueue.db.embedded import EmbeddedPostgres, follow
 from jobqueue.db.hosts import single_host_dsns
+from jobqueue.errors import DatabaseUnavailable
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 # Settings of every session. Keepalives: half-open TCP connections (a host that
 # vanished without a FIN) are noticed by the server within about 30 s instead of the
@@ -127,6 +132,13 @@ class Pool(asyncpg.Pool):  # type: ignore[misc]  # asyncpg has no type informati
     its connection sat idle leaves that connection looking open for a moment, and the
     first query on it fails before anything is written. Nothing ran, so running it
     elsewhere is safe for any statement, and callers never see that race."""
+
+    async def _maintain_min_size(self) -> None:
+        # asyncpg's task that reopens the pool's minimum of connections, and logs each
+        # failure with a traceback: marked as ours, for logs.OneLineReconnects. The
+        # task runs in a copy of the context, so the mark stays in it.
+        logs.reconnecting.set(True)
+        await super()._maintain_min_size()
 
     async def execute(self, query: str, *args: Any, **options: Any) -> str:
         result: str = await self._resend_unsent("execute", query, args, options)
@@ -245,6 +257,7 @@ async def create_pool(
     settings sent at start-up (PgBouncer refuses the ones it does not know, and could
     not keep them per client): the session settings come from PgBouncer's
     ``connect_query`` or the role instead (docs/scaling.md)."""
+    logs.quiet_reconnects()
     settings = {
         "application_name": "jobqueue",
         # Every query of the runtime takes milliseconds; one stuck behind a lock or
@@ -367,6 +380,49 @@ def is_unavailable(exc: BaseException) -> bool:
     if pooler_refusal(exc) is not None:
         return False  # waiting would not help
     return isinstance(exc, unavailable) or never_sent(exc)
+
+
+def unavailable_error(exc: Exception) -> DatabaseUnavailable | None:
+    """What the Python API raises for ``exc``: a DatabaseUnavailable (to raise from
+    ``exc``) when ``exc`` means the database cannot be reached, else None (``exc`` as
+    it is: a bug, a bad value, or already the API's own error). A value the driver
+    cannot encode is an InterfaceError too, but no outage."""
+    if isinstance(exc, DatabaseUnavailable | ValueError) or not is_unavailable(exc):
+        return None
+    return DatabaseUnavailable(f"database unavailable: {error_text(exc)}")
+
+
+def raises_unavailable(
+    call: Callable[P, Awaitable[T]],
+) -> Callable[P, Coroutine[Any, Any, T]]:
+    """``call`` (a coroutine function of the Python API) raising DatabaseUnavailable
+    instead of the driver's errors of an outage (``unavailable_error``). Not for the
+    enqueue calls, which say what was stored (jobqueue.errors, jobqueue.enqueuer)."""
+
+    @functools.wraps(call)
+    async def translated(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await call(*args, **kwargs)
+        except Exception as exc:
+            error = unavailable_error(exc)
+            if error is None:
+                raise
+            raise error from exc
+
+    return translated
+
+
+@contextlib.contextmanager
+def unavailable_raised() -> Iterator[None]:
+    """``raises_unavailable`` for a part of a call: where the rest may raise errors that
+    must stay as they are (``jq.wait``'s TimeoutError, a ``jq.worker()`` block's own)."""
+    try:
+        yield
+    except Exception as exc:
+        error = unavailable_error(exc)
+        if error is None:
+            raise
+        raise error from exc
 
 
 def pooler_refusal(exc: BaseException) -> str | None:

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import time
 
-import structlog
-
 from jobqueue.db.store import Store
+from jobqueue.logs import get_logger
 from jobqueue.maintenance.batches import in_batches
 
-log = structlog.get_logger("jobqueue.aging")
+log = get_logger("jobqueue.aging")
 
 BATCH = 1000
 MAX_BATCHES = 50

@@ -7,12 +7,11 @@ batch is one DELETE by the expiry index; with nothing expired it is one index pr
 
 from __future__ import annotations
 
-import structlog
-
 from jobqueue.db.store import Store
+from jobqueue.logs import get_logger
 from jobqueue.maintenance.batches import in_batches
 
-log = structlog.get_logger("jobqueue.idempotency")
+log = get_logger("jobqueue.idempotency")
 
 BATCH = 1000
 # A large backlog (the leader was down for a day) is cleared over several rounds, so

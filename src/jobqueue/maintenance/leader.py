@@ -17,11 +17,10 @@ import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import structlog
-
 from jobqueue.cron import Schedule
 from jobqueue.db.pool import log_failure
 from jobqueue.db.store import Store
+from jobqueue.logs import get_logger
 from jobqueue.maintenance.aging import Aging
 from jobqueue.maintenance.compaction import Compaction
 from jobqueue.maintenance.idempotency import IdempotencyExpiry
@@ -31,7 +30,7 @@ from jobqueue.maintenance.scheduler import Scheduler
 from jobqueue.maintenance.series import Series
 from jobqueue.signals import Signal, Signals
 
-log = structlog.get_logger("jobqueue.maintenance")
+log = get_logger("jobqueue.maintenance")
 
 ROLE = "maintenance"
 TERM_INTERVALS = 3

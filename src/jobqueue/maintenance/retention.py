@@ -13,12 +13,11 @@ from __future__ import annotations
 import functools
 import time
 
-import structlog
-
 from jobqueue.db.store import Store
+from jobqueue.logs import get_logger
 from jobqueue.maintenance.batches import in_batches
 
-log = structlog.get_logger("jobqueue.retention")
+log = get_logger("jobqueue.retention")
 
 BATCH = 1000
 # Workflows per statement: each goes whole, with all of its jobs.

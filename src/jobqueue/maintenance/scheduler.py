@@ -14,14 +14,13 @@ import json
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-import structlog
-
 from jobqueue import observability
 from jobqueue.cron import Schedule
 from jobqueue.db.records import JobRow
 from jobqueue.db.store import Store
+from jobqueue.logs import get_logger
 
-log = structlog.get_logger("jobqueue.scheduler")
+log = get_logger("jobqueue.scheduler")
 
 # A tick missed by less than this (a leader's failover, a restart) still runs once.
 CATCH_UP_SECONDS = 3600.0

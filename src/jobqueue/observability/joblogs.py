@@ -30,16 +30,15 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-import structlog
-
 from jobqueue.db.pool import log_failure
 from jobqueue.db.records import ClaimedJob, LogChunk
 from jobqueue.db.store import Store
+from jobqueue.logs import get_logger
 from jobqueue.observability.attempts import Outcome
 from jobqueue.signals import Signal, Signals
 from jobqueue.sync_bridge import set_event
 
-log = structlog.get_logger("jobqueue.joblogs")
+log = get_logger("jobqueue.joblogs")
 
 # The capture of the attempt running in this context, for stdlib logging (=all only).
 current_capture: ContextVar[Capture | None] = ContextVar("jobqueue_capture", default=None)
@@ -253,7 +252,9 @@ class StdlibCapture(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         capture = current_capture.get()
-        if capture is None:
+        # jobqueue's own records: ctx.log's lines are kept already (Capture), and the
+        # worker's events are its, not the handler's.
+        if capture is None or record.name.startswith("jobqueue."):
             return
         try:
             line = f"{now()} {record.levelname.lower()} {record.name}: {record.getMessage()}\n"

@@ -21,13 +21,12 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import structlog
-
 from jobqueue import logs
 from jobqueue.db.records import ClaimedJob, Rescued
+from jobqueue.logs import get_logger
 from jobqueue.observability.attempts import Outcome
 
-log = structlog.get_logger("jobqueue.lifecycle")
+log = get_logger("jobqueue.lifecycle")
 
 
 def trace_id(trace: Any) -> str | None:

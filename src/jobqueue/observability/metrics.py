@@ -45,7 +45,6 @@ from time import time as now
 from typing import Any
 
 import asyncpg
-import structlog
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -62,8 +61,9 @@ from jobqueue.config import ConfigError, Settings
 from jobqueue.db.records import JobOptions, Rescued
 from jobqueue.db.store import Clock, Store
 from jobqueue.limits.model import LimitsInfo, parse_rate
+from jobqueue.logs import get_logger
 
-log = structlog.get_logger("jobqueue.metrics")
+log = get_logger("jobqueue.metrics")
 
 # No ``*_created`` series: a sample per labelled counter and histogram that says when
 # the process started counting, which the rate functions do not need.

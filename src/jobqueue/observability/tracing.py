@@ -11,7 +11,7 @@ with no span active (a cron tick, a plain INSERT) starts a new trace.
 
 The span is the current one while the handler runs (a sync handler's thread too), so
 the handler's own spans are its children, and its log lines carry ``trace_id`` and
-``span_id`` (bound with structlog's context variables, which jobqueue's logging, and
+``span_id`` (bound with structlog's context variables, which jobqueue's loggers, and
 structlog's default configuration, merge into every line).
 
 Spans go to the global tracer provider: the application sets it up (an SDK with an

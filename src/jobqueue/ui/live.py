@@ -15,12 +15,11 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
-import structlog
-
 from jobqueue.app import JobQueue
 from jobqueue.db.listener import Listener
+from jobqueue.logs import get_logger
 
-log = structlog.get_logger("jobqueue.ui")
+log = get_logger("jobqueue.ui")
 
 TICK_SECONDS = 1.0
 RUNNING_EVERY = 2  # ticks between "running" events, for the progress of running jobs

@@ -18,15 +18,14 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-import structlog
-
 from jobqueue.db.pool import log_failure, resend_unsent
 from jobqueue.db.records import ClaimedJob, Failure
 from jobqueue.db.store import Store
 from jobqueue.job import JobStatus
+from jobqueue.logs import get_logger
 from jobqueue.signals import Signal, Signals
 
-log = structlog.get_logger("jobqueue.completer")
+log = get_logger("jobqueue.completer")
 
 # How long a flush gathers outcomes while they keep coming. Default 2 ms: a busy
 # worker writes a few hundred jobs' outcomes per statement, and a job that ran alone

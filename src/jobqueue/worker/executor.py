@@ -17,10 +17,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
 from jobqueue import results
 from jobqueue.db.records import ClaimedJob, ParentResult
+from jobqueue.logs import get_logger
 from jobqueue.observability import lifecycle
 from jobqueue.observability.attempts import AttemptObserver, Outcome
 from jobqueue.retry import Discard, RetryAt, RetryPolicy
@@ -34,7 +33,7 @@ if TYPE_CHECKING:
     from jobqueue.context import JobLog
     from jobqueue.observability.joblogs import JobLogs
 
-log = structlog.get_logger("jobqueue.executor")
+log = get_logger("jobqueue.executor")
 
 MAX_ERROR_CHARS = 4000
 # The end of a traceback holds the frames that raised: keep that part.

@@ -13,14 +13,13 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import structlog
-
 from jobqueue.db.pool import log_failure, resend_unsent
 from jobqueue.db.records import ClaimedJob
 from jobqueue.db.store import Store
+from jobqueue.logs import get_logger
 from jobqueue.signals import Signal, Signals
 
-log = structlog.get_logger("jobqueue.heartbeat")
+log = get_logger("jobqueue.heartbeat")
 
 
 @dataclass

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
+from jobqueue import logs
 from jobqueue.results import encode
 
 # Forking this process directly would copy its event loop and threads mid-flight.
@@ -33,7 +34,9 @@ async def run_isolated(
     """Run ``fn(*args)`` in a child process; return its result as JSON text (see
     jobqueue.results), or raise IsolatedFailure."""
     receive, send = _context.Pipe(duplex=False)
-    child = _context.Process(target=_child, args=(fn, args, max_result_bytes, send), daemon=True)
+    child = _context.Process(
+        target=_child, args=(fn, args, max_result_bytes, send, logs.configured), daemon=True
+    )
     child.start()
     send.close()
     try:
@@ -77,8 +80,14 @@ async def _read(receive: Connection) -> Any:
 
 
 def _child(
-    fn: Callable[..., Any], args: tuple[Any, ...], max_result_bytes: int, send: Connection
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    max_result_bytes: int,
+    send: Connection,
+    logging: tuple[str, str] | None,
 ) -> None:
+    if logging is not None:  # a jobqueue process's: its lines printed as its own are
+        logs.configure(*logging)
     try:
         # Encoded here: the value itself may not pickle; its JSON always does.
         send.send((True, encode(fn(*args), max_result_bytes)))

@@ -37,18 +37,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-import structlog
-
 from jobqueue.db.pool import log_failure, resend_unsent
 from jobqueue.db.records import ClaimedJob, ClaimKey
 from jobqueue.db.sql import new_jobs
 from jobqueue.db.store import Store
 from jobqueue.limits import claims as limited_claims
+from jobqueue.logs import get_logger
 from jobqueue.signals import Signal, Signals
 from jobqueue.worker.completer import Handoff
 from jobqueue.worker.executor import Executor
 
-log = structlog.get_logger("jobqueue.producer")
+log = get_logger("jobqueue.producer")
 
 RETRY_WAKE_MARGIN = 0.05
 

@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 import asyncpg
-import structlog
 
 from jobqueue import config
 from jobqueue.config import Settings
@@ -25,6 +24,7 @@ from jobqueue.cron import Schedule, parse_entries
 from jobqueue.db.listener import Listener
 from jobqueue.db.store import Clock, Store
 from jobqueue.limits import control as queue_limits
+from jobqueue.logs import get_logger
 from jobqueue.maintenance import Leader
 from jobqueue.observability import job_logs, observers
 from jobqueue.retry import ExponentialBackoff
@@ -36,7 +36,7 @@ from jobqueue.worker.heartbeat import Heartbeat
 from jobqueue.worker.producer import Producer
 from jobqueue.worker.progress import ProgressWriter
 
-log = structlog.get_logger("jobqueue.worker")
+log = get_logger("jobqueue.worker")
 
 # How long shutdown may spend writing the last outcomes to an unreachable database.
 FINAL_FLUSH_SECONDS = 5.0

@@ -12,12 +12,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 
-import structlog
-
 from jobqueue import audit
 from jobqueue.audit import Action, Actor
 from jobqueue.db.store import Store
 from jobqueue.job import JobStatus
+from jobqueue.logs import get_logger
 from jobqueue.workflows.model import (
     CreatedWorkflow,
     Workflow,
@@ -29,7 +28,7 @@ from jobqueue.workflows.model import (
 )
 from jobqueue.workflows.plan import Planned
 
-log = structlog.get_logger("jobqueue.workflows")
+log = get_logger("jobqueue.workflows")
 
 
 async def create(store: Store, name: str | None, jobs: Sequence[Planned]) -> CreatedWorkflow:
