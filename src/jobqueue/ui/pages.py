@@ -33,6 +33,7 @@ from jobqueue.maintenance.leader import ROLE as LEADER_ROLE
 from jobqueue.tokens import Principal, Scope
 from jobqueue.ui import audit, bulk, charts, inprocess, session
 from jobqueue.ui.live import Hub
+from jobqueue.ui.tracebacks import handler_frames
 from jobqueue.workflows.model import Workflow
 
 router = APIRouter()
@@ -84,7 +85,7 @@ def stamp(value: datetime | None) -> str:
     return "—" if value is None else value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-templates.filters.update(ago=ago, seconds=seconds_text, stamp=stamp)
+templates.filters.update(ago=ago, seconds=seconds_text, stamp=stamp, handler_frames=handler_frames)
 
 
 def render(
