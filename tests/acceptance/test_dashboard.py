@@ -328,6 +328,7 @@ def test_a_phone_width_has_no_horizontal_scroll(
         ("jobs", "/ui/jobs"),
         ("job", f"/ui/jobs/{failed}"),
         ("workers", "/ui/workers"),
+        ("queue", "/ui/queues/default"),
         ("cron", "/ui/cron"),
         ("bulk", "/ui/jobs/bulk?action=retry"),
     ]:
