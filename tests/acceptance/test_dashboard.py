@@ -3,7 +3,8 @@ live updates, a failing job's attempts and its retry, pausing a queue, what a
 read-only token may see and do, CSRF, redaction, and a phone's width.
 
 Each test saves screenshots under its tmp_path, and also under JOBQUEUE_SCREENSHOTS
-if set (docs/images is filled that way)."""
+if set (docs/images is filled that way). The browser fixture is in conftest.py; the
+helpers here serve the other test_dashboard_*.py files too."""
 
 from __future__ import annotations
 
@@ -11,32 +12,19 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import psycopg
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from tests.conftest import Spawn, jobqueue
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
-
-
-@pytest.fixture
-def browser(env: dict[str, str]) -> Iterator[Browser]:
-    # Per test, after the schema is made (env): Playwright's sync API keeps an event
-    # loop running in this thread, where the schema fixtures call asyncio.run.
-    with sync_playwright() as p:
-        # --no-sandbox: CI runs as root, where Chromium's sandbox cannot start.
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield launched
-        launched.close()
 
 
 def serve(env: dict[str, str], spawn: Spawn) -> str:
@@ -340,6 +328,7 @@ def test_a_phone_width_has_no_horizontal_scroll(
         ("jobs", "/ui/jobs"),
         ("job", f"/ui/jobs/{failed}"),
         ("workers", "/ui/workers"),
+        ("queue", "/ui/queues/default"),
         ("cron", "/ui/cron"),
         ("bulk", "/ui/jobs/bulk?action=retry"),
     ]:

@@ -1,12 +1,13 @@
 """Handlers for the dashboard's browser tests: one that fails until a file exists
 (relative to the server's working directory: the test's tmp_path), logging each
-attempt, one that reports progress, and a quick one."""
+attempt, one that fails and retries an hour later, one that reports progress, and a
+quick one."""
 
 import asyncio
 from pathlib import Path
 from typing import Any
 
-from jobqueue import JobContext, JobQueue
+from jobqueue import FixedDelay, JobContext, JobQueue
 
 jq = JobQueue()
 
@@ -17,6 +18,11 @@ def flaky(payload: dict[str, Any], ctx: JobContext) -> dict[str, str]:
     if not Path(payload["fixed_when"]).exists():
         raise ConnectionError(f"mail server down (attempt {ctx.attempt})")
     return {"sent": "yes"}
+
+
+@jq.task("unreachable", max_attempts=3, retry=FixedDelay(3600))
+def unreachable(payload: dict[str, Any]) -> None:
+    raise ConnectionError("crm unreachable")
 
 
 @jq.task("slow")

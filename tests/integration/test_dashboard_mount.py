@@ -31,7 +31,7 @@ async def test_mounted_under_jobs_it_pauses_a_queue_and_wants_csrf(jq: JobQueue)
     async with client(app) as browser:
         page = await browser.get("/jobs/")
         assert page.status_code == 200
-        assert 'href="/jobs/jobs?queue=mail"' in page.text
+        assert 'href="/jobs/queues/mail"' in page.text
         assert 'src="/jobs/static/ui.js"' in page.text
         assert "Path=/jobs" in page.headers["set-cookie"]
         csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', page.text)

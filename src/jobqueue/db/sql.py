@@ -111,6 +111,8 @@ class Queries:
     queue_minutes_waits: str
     queue_pause: str
     queue_resume: str
+    queue_waiting: str
+    queues_later: str
     queues_overview: str
     release: str
     rescue: str
@@ -127,6 +129,7 @@ class Queries:
     unique_keys_expire: str
     worker_unregister: str
     workers_alive: str
+    workers_jobs: str
     workers_list: str
     workers_prune: str
     workflow_adopt: str

@@ -473,8 +473,11 @@ class Store:
         created_before: datetime | None,
         before_id: int | None,
         limit: int,
+        due: str | None = None,
     ) -> list[Job]:
-        """The dashboard's list: as list_jobs, also bounded by creation time."""
+        """The dashboard's list: as list_jobs, also bounded by creation time. ``due``:
+        "due" (run_at passed), "scheduled" (due later, never tried) or "retrying" (due
+        later, after a failed attempt); None for any."""
         records = await self.db.fetch(
             self._q.jobs_page,
             status,
@@ -484,8 +487,29 @@ class Store:
             created_before,
             before_id,
             limit,
+            due,
+            self.clock.now(),
         )
         return [Job.from_record(r) for r in records]
+
+    async def queue_waiting(self, *, queue: str, limit: int) -> list[Job]:
+        """The first ``limit`` pending jobs of ``queue``: the due ones in the order
+        workers claim them, then those due later, soonest first."""
+        records = await self.db.fetch(self._q.queue_waiting, queue, limit, self.clock.now())
+        return [Job.from_record(r) for r in records]
+
+    async def queues_later(
+        self, *, queues: Sequence[str], limit: int
+    ) -> dict[str, tuple[int, int]]:
+        """Each of ``queues``' pending jobs due later, as (scheduled, retrying): never
+        tried, and waiting to retry. At most ``limit`` are counted per queue; a queue
+        with none is left out."""
+        records = await self.db.fetch(self._q.queues_later, list(queues), limit, self.clock.now())
+        return {r["name"]: (r["scheduled"], r["retrying"]) for r in records}
+
+    async def workers_jobs(self, *, limit: int) -> list[Job]:
+        """The jobs running now (up to ``limit``), by worker, oldest start first."""
+        return [Job.from_record(r) for r in await self.db.fetch(self._q.workers_jobs, limit)]
 
     async def jobs_count_bounded(
         self,

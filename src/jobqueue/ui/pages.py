@@ -33,10 +33,22 @@ from jobqueue.maintenance.leader import ROLE as LEADER_ROLE
 from jobqueue.tokens import Principal, Scope
 from jobqueue.ui import audit, bulk, charts, inprocess, session
 from jobqueue.ui.live import Hub
+from jobqueue.ui.tracebacks import handler_frames
 from jobqueue.workflows.model import Workflow
 
 router = APIRouter()
 PAGE_SIZE = 50
+# Pending jobs due later are counted up to this many per queue (queues_later.sql).
+LATER_COUNTED = 10_000
+# The waiting jobs a queue's page lists, and the running jobs the Workers page lists.
+WAITING_SHOWN = 25
+RUNNING_SHOWN = 1_000
+# The State filter's views of pending jobs by when they run (jobs_page.sql).
+DUE_VIEWS = {
+    "due": "pending, due now",
+    "scheduled": "pending, scheduled for later",
+    "retrying": "pending, waiting to retry",
+}
 
 templates = jinja2.Environment(
     loader=jinja2.PackageLoader("jobqueue.ui", "templates"),
@@ -84,7 +96,7 @@ def stamp(value: datetime | None) -> str:
     return "—" if value is None else value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-templates.filters.update(ago=ago, seconds=seconds_text, stamp=stamp)
+templates.filters.update(ago=ago, seconds=seconds_text, stamp=stamp, handler_frames=handler_frames)
 
 
 def render(
@@ -221,16 +233,65 @@ async def overview(request: Request) -> HTMLResponse:
         bucket_seconds=window.bucket_seconds,
     )
     series = charts.filled(rows, window, now)
+    queues = access.queues_shown(await jq.queues(), who)
     return render(
         request,
         "overview.html",
         who,
-        queues=access.queues_shown(await jq.queues(), who),
+        queues=queues,
+        later=await later_counts(jq, [q.name for q in queues]),
         limits=queue_limits(jq.settings.queues),
         may_pause=who.has(Scope.QUEUES),
         chart=next(k for k, v in charts.WINDOWS.items() if v is window),
         throughput=charts.throughput(series, window),
         wait=charts.wait(series, window),
+    )
+
+
+async def later_counts(jq: JobQueue, queues: list[str]) -> dict[str, dict[str, str]]:
+    """Each queue's scheduled and retrying jobs, as the pages show them: a count, or
+    that count and more ("10,000+") when the bound was reached."""
+    counted = await (await jq.store()).queues_later(queues=queues, limit=LATER_COUNTED + 1)
+    shown = {}
+    for name, (scheduled, retrying) in counted.items():
+        more = "+" if scheduled + retrying > LATER_COUNTED else ""
+        shown[name] = {"scheduled": f"{scheduled:,}{more}", "retrying": f"{retrying:,}{more}"}
+    return shown
+
+
+@router.get("/queues/{name}", response_class=HTMLResponse)
+async def queue_page(request: Request, name: str) -> HTMLResponse:
+    """One queue: its counts, limits and state, its last hour, and its waiting jobs."""
+    who = await session.principal(request)
+    jq = jobqueue(request)
+    if who.queues is not None and name not in who.queues:
+        raise HTTPException(404, detail=f"no queue {name!r}")
+    try:
+        info = await jq.queue(name)
+    except ValueError:
+        raise HTTPException(404, detail=f"no queue {name!r}") from None
+    store = await jq.store()
+    now = datetime.now(UTC)
+    window = charts.HOUR
+    rows = await store.queue_minutes_read(
+        since=window.since(now), queues=[name], bucket_seconds=window.bucket_seconds
+    )
+    series = charts.filled(rows, window, now)
+    waiting = await store.queue_waiting(queue=name, limit=WAITING_SHOWN)
+    return render(
+        request,
+        "queue.html",
+        who,
+        queue=info,
+        later=(await later_counts(jq, [name])).get(name),
+        limit=queue_limits(jq.settings.queues).get(name),
+        may_pause=who.has(Scope.QUEUES),
+        completed=sum(r.completed for r in series),
+        failed=sum(r.failed for r in series),
+        throughput=charts.throughput(series, window),
+        wait=charts.wait(series, window),
+        waiting=[access.shown(j, who) for j in waiting if who.allows(queue=j.queue, type=j.type)],
+        waiting_shown=WAITING_SHOWN,
     )
 
 
@@ -300,8 +361,11 @@ def _int(field: str, raw: str | None) -> int | None:
 
 def _filters(request: Request) -> dict[str, Any]:
     q = request.query_params
+    view = q.get("status")
+    due = view if view in DUE_VIEWS else None
     return {
-        "status": _status(q.get("status")),
+        "status": JobStatus.PENDING if due else _status(view),
+        "due": due,
         "queue": q.get("queue") or None,
         "type": q.get("type") or None,
         "since": _time("since", q.get("since")),
@@ -340,13 +404,16 @@ async def jobs(request: Request) -> Response:
             created_before=f["until"],
             before_id=f["after"],
             limit=PAGE_SIZE,
+            due=f["due"],
         )
-    base = {k: f[k] for k in ("status", "queue", "type")}
+    base = {"status": f["due"] or f["status"], "queue": f["queue"], "type": f["type"]}
     raw = request.query_params
     timed = {"since": raw.get("since"), "until": raw.get("until")}
     may_control = who.has(Scope.CONTROL)
     bulk_links = {}
-    if may_control and f["since"] is None and f["until"] is None:
+    # A bulk action filters by state, queue and type only: not by time, nor by when
+    # a pending job is due.
+    if may_control and f["since"] is None and f["until"] is None and f["due"] is None:
         for action in bulk.ACTIONS:
             if bulk.statuses(action, f["status"]):
                 bulk_links[action] = _query(action=action, **base)
@@ -358,6 +425,8 @@ async def jobs(request: Request) -> Response:
         filters=f,
         raw=raw,
         states=list(JobStatus),
+        due_views=DUE_VIEWS,
+        state_choice=base["status"] or "",
         queue_names=[q.name for q in access.queues_shown(await jq.queues(), who)],
         next_query=_query(after=found[-1].id, **base, **timed) if len(found) == PAGE_SIZE else None,
         first_query=_query(**base, **timed) if f["after"] is not None else None,
@@ -528,8 +597,29 @@ def cancelled(job: dict[str, Any]) -> None:
 async def workers(request: Request) -> HTMLResponse:
     who = await session.principal(request)
     jq = jobqueue(request)
-    leader = await (await jq.store()).leader_holder(role=LEADER_ROLE)
-    return render(request, "workers.html", who, workers=await jq.workers(), leader=leader)
+    store = await jq.store()
+    leader = await store.leader_holder(role=LEADER_ROLE)
+    running: dict[str, list[Job]] = {}
+    for job in await store.workers_jobs(limit=RUNNING_SHOWN):
+        if job.worker_id is not None and who.allows(queue=job.queue, type=job.type):
+            running.setdefault(job.worker_id, []).append(job)
+    # Stale: silent for longer than a lease. A live worker beats every third of one, so
+    # it has missed three beats; the leases of the jobs it ran have run out, and the
+    # rescuer gives them to other workers. (The rescuer forgets it after ten leases.)
+    lease = jq.settings.lease_seconds
+    now = datetime.now(UTC)
+    workers = access.workers_shown(await jq.workers(), who)
+    return render(
+        request,
+        "workers.html",
+        who,
+        workers=workers,
+        leader=leader,
+        running=running,
+        stale={w.id for w in workers if (now - w.heartbeat_at).total_seconds() > lease},
+        lease=lease,
+        refresh=max(1.0, lease / 3),
+    )
 
 
 @router.get("/cron", response_class=HTMLResponse)

@@ -1,7 +1,9 @@
 // jobqueue dashboard: live updates over server-sent events, and nothing else.
 // On "change" (counters moved, a job ended) or "running" (a job page whose job runs:
 // its progress), the page fetches its own URL again with X-Partial: 1 and swaps the
-// content of <main>. The "Live" checkbox pauses and resumes; the choice is kept.
+// content of <main>. A page whose content ages with time alone (the Workers page:
+// heartbeats, stale workers) asks, by a data-refresh="SECONDS" element, to be fetched
+// again that often besides. The "Live" checkbox pauses and resumes; the choice is kept.
 (function () {
   "use strict";
   var main = document.getElementById("main");
@@ -11,10 +13,13 @@
   var source = null;
   var busy = false;
   var again = false;
+  var ticker = null;
+  var fetched = Date.now();
+  var edited = false; // a form of the page was changed and not sent yet
 
   function refresh() {
     if (busy) { again = true; return; }
-    if ((document.activeElement && main.contains(document.activeElement) &&
+    if (edited || (document.activeElement && main.contains(document.activeElement) &&
          /INPUT|SELECT|TEXTAREA/.test(document.activeElement.tagName)) ||
         main.querySelector("input[type=checkbox]:checked")) {
       return; // do not swap a form, or ticked jobs, from under the user's hands
@@ -23,11 +28,15 @@
     fetch(window.location.href, { headers: { "X-Partial": "1" }, credentials: "same-origin" })
       .then(function (r) { return r.ok ? r.text() : null; })
       .then(function (html) {
-        if (html !== null) { main.innerHTML = html; main.dataset.updated = String(Date.now()); }
+        if (html !== null && !edited) {
+          main.innerHTML = html;
+          main.dataset.updated = String(Date.now());
+        }
       })
       .catch(function () {})
       .then(function () {
         busy = false;
+        fetched = Date.now();
         if (again) { again = false; refresh(); }
       });
   }
@@ -37,18 +46,31 @@
     return head && head.dataset.running === "yes";
   }
 
+  function tick() {
+    var every = main.querySelector("[data-refresh]");
+    if (every && Date.now() - fetched >= 1000 * parseFloat(every.dataset.refresh)) refresh();
+  }
+
   function start() {
     if (source) return;
     source = new EventSource(main.dataset.root + "/events");
     main.dataset.stream = "open";
     source.addEventListener("change", refresh);
     source.addEventListener("running", function () { if (runningJob()) refresh(); });
+    ticker = window.setInterval(tick, 1000);
   }
 
   function stop() {
     if (source) { source.close(); source = null; }
+    if (ticker) { window.clearInterval(ticker); ticker = null; }
     main.dataset.stream = "closed";
   }
+
+  // A filter or a limit being chosen is kept as the user left it: the page stays as it
+  // is until the form is sent (a new page). Ticked jobs hold it only while ticked.
+  function changed(event) { if (event.target.type !== "checkbox") edited = true; }
+  main.addEventListener("input", changed);
+  main.addEventListener("change", changed);
 
   if (toggle) {
     toggle.checked = window.localStorage.getItem(KEY) !== "off";
