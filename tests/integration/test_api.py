@@ -166,6 +166,9 @@ BAD_BODIES = [
     # Numbers Python's parser reads and jsonb refuses.
     ('{"type": "noop", "payload": {"a": [NaN]}}', 422, "payload", "a.0: nan is not a JSON"),
     ('{"type": "noop", "payload": {"a": -Infinity}}', 422, "payload", "a: -inf is not a JSON"),
+    ('{"type": "noop", "delay_seconds": NaN}', 422, "delay_seconds", "finite number"),
+    ('{"type": "noop", "delay_seconds": Infinity}', 422, "delay_seconds", "finite number"),
+    ('{"type": "noop", "unique_key": "k", "unique_for": NaN}', 422, "unique_for", "finite"),
     (b'{"type": "\xff"}', 400, "body", "malformed body"),  # not UTF-8
     (
         '{"type": "noop", "payload": {"x": "' + "a" * 1000 + '"}}',
@@ -200,9 +203,33 @@ async def test_bad_job_is_refused_naming_the_field_and_nothing_is_stored(
 
 
 @pytest.mark.parametrize(
+    ("job", "field", "words"),
+    [
+        ('{"ref": "b", "type": "noop", "payload": {"a": [NaN]}}', "jobs.1.payload", "a.0: nan"),
+        ('{"ref": "b", "type": "noop", "payload": {"a": Infinity}}', "jobs.1.payload", "a: inf"),
+        ('{"ref": "b", "type": "noop", "delay_seconds": NaN}', "jobs.1.delay_seconds", "finite"),
+    ],
+)
+async def test_a_workflow_with_a_number_json_does_not_have_stores_nothing(
+    client: httpx.AsyncClient,
+    db: asyncpg.Connection,
+    schema: str,
+    job: str,
+    field: str,
+    words: str,
+) -> None:
+    body = '{"jobs": [{"ref": "a", "type": "noop"}, ' + job + "]}"
+    r = await client.post("/workflows", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422, r.text
+    assert any(e["field"] == field and words in e["msg"] for e in r.json()["detail"]), r.text
+    assert await count_jobs(db, schema) == 0
+
+
+@pytest.mark.parametrize(
     ("path", "status", "words"),
     [
         ("/jobs/999999", 404, "job 999999 not found"),
+        ("/jobs/1?wait=NaN", 422, "finite number"),
         ("/jobs/abc", 422, "valid integer"),
         ("/jobs/0", 422, "greater than or equal to 1"),
         ("/jobs/99999999999999999999", 422, "less than or equal"),

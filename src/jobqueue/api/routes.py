@@ -302,6 +302,7 @@ async def get_job(
         Query(
             gt=0,
             le=MAX_WAIT_SECONDS,
+            allow_inf_nan=False,
             description="Long-poll: answer as soon as the job is completed, failed or "
             "cancelled, or after this many seconds with the job as it is then.",
         ),
