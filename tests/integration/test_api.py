@@ -4,6 +4,7 @@ its message naming the field, and nothing stored."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import AsyncIterator
 
 import asyncpg
@@ -200,6 +201,65 @@ async def test_bad_job_is_refused_naming_the_field_and_nothing_is_stored(
     errors = r.json()["detail"]
     assert any(e["field"] == field and words in e["msg"] for e in errors), errors
     assert await count_jobs(db, schema) == 0
+
+
+# Each route's body, valid, and the path to send it to.
+JSON_BODIES = {
+    ("post", "/jobs"): {"type": "noop"},
+    ("post", "/jobs/batch"): {"jobs": [{"type": "noop"}]},
+    ("post", "/jobs/cancel"): {},
+    ("post", "/jobs/retry"): {},
+    ("patch", "/queues/{name}"): {"global_limit": 5},
+    ("post", "/workflows"): {"jobs": [{"ref": "a", "type": "noop"}]},
+    ("post", "/tokens"): {"name": "t", "scopes": ["jobs:read"]},
+}
+
+
+@pytest.mark.parametrize(
+    ("content_type", "words"),
+    [
+        ("text/plain", "must be application/json, got 'text/plain'"),
+        # What curl -d sends unless told otherwise.
+        ("application/x-www-form-urlencoded", "curl --json"),
+        # A web page can send this across origins without a preflight.
+        (None, "the body needs the header Content-Type: application/json"),
+    ],
+)
+async def test_a_body_that_is_not_json_is_a_415_on_every_route_with_a_body(
+    client: httpx.AsyncClient,
+    db: asyncpg.Connection,
+    schema: str,
+    content_type: str | None,
+    words: str,
+) -> None:
+    document = (await client.get("/openapi.json")).json()
+    operations = {
+        (method, path)
+        for path, ops in document["paths"].items()
+        for method, op in ops.items()
+        if "requestBody" in op
+    }
+    assert operations == set(JSON_BODIES)  # a new route with a body is listed here
+    for (method, path), body in JSON_BODIES.items():
+        headers = {} if content_type is None else {"content-type": content_type}
+        r = await client.request(
+            method, path.replace("{name}", "mail"), content=json.dumps(body), headers=headers
+        )
+        where = f"{method} {path}"
+        assert r.status_code == 415, (where, r.text)
+        [error] = r.json()["detail"]
+        assert (error["field"], error["type"]) == ("Content-Type", "unsupported_media_type")
+        assert words in error["msg"], (where, error)
+        assert r.headers[f"accept-{method}"] == "application/json", where
+    stored = await db.fetchval(
+        f"""SELECT (SELECT count(*) FROM "{schema}".jobs)
+                 + (SELECT count(*) FROM "{schema}".api_tokens)
+                 + (SELECT count(*) FROM "{schema}".audit_log)"""
+    )
+    assert stored == 0
+    # No body at all: the route names the missing body, as before.
+    r = await client.post("/jobs/cancel")
+    assert (r.status_code, r.json()["detail"][0]["field"]) == (422, "body")
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from jobqueue.api import (
     enqueue,
     errors,
     limit_routes,
+    media,
     token_routes,
     workflow_routes,
 )
@@ -65,7 +66,9 @@ def create_app(
         app.include_router(each)
     auth.install(app, routers)
     errors.install(app)
-    # The innermost of ours: BodyLimit and RequestMetrics see its requests as any other.
+    # Innermost: a body that is not JSON is a 415 (what LeanEnqueue hands on, too).
+    app.add_middleware(media.JsonBodies, routes=media.json_routes(routers))
+    # BodyLimit and RequestMetrics see LeanEnqueue's requests as any other.
     app.add_middleware(enqueue.LeanEnqueue, routes=enqueue_routes(router))
     app.add_middleware(BodyLimit, max_request_bytes=jq.settings.max_request_bytes)
     if metrics is not None:  # outermost: it sees every answer, a 413 included
