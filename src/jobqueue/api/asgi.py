@@ -16,6 +16,7 @@ from jobqueue.api import (
     errors,
     limit_routes,
     media,
+    refusals,
     token_routes,
     workflow_routes,
 )
@@ -60,6 +61,7 @@ def create_app(
         admin_secret=admin_secret,
         max_failures=jq.settings.auth_max_failures,
     )
+    app.state.refusals = refusals.RefusalLog(jq.store)
     routers = [router, token_routes.router, audit_routes.router, limit_routes.router,
                workflow_routes.router]  # fmt: skip
     for each in routers:
