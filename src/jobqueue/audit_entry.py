@@ -22,6 +22,7 @@ class Action(enum.StrEnum):
     TOKEN_CREATE = "token.create"
     TOKEN_REVOKE = "token.revoke"
     WORKFLOW_CANCEL = "workflow.cancel"
+    REQUEST_REFUSED = "request.refused"  # a 403: the token may not do it (api/refusals.py)
 
 
 OK = "ok"
@@ -59,11 +60,14 @@ class AuditEntry:
     at: datetime
     actor: str
     action: str
-    target: str | None  # the job id, queue name or token name acted on
+    # the job id, queue name or token name acted on; a refused request's method and path
+    target: str | None
     filter: dict[str, Any] | None  # a bulk action's filters
-    count: int | None  # the jobs touched; None for a queue or a token
+    # the jobs touched (the requests, for a refused request); None for a queue or a token
+    count: int | None
     client: str | None  # the HTTP client's address; None from the command line
-    result: str  # ok, not_found, or conflict:<the job's state>
+    # ok, not_found, conflict:<the job's state>, or forbidden:<what> for a refused request
+    result: str
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> AuditEntry:

@@ -61,6 +61,18 @@ def storable_json(value: Any, path: str = "") -> Any:
     return value
 
 
+def unencodable(value: Any, path: str, exc: ValueError) -> ValueError:
+    """The error to raise for ``value``, which the JSON encoder refused with ``exc``
+    (allow_nan=False): the first number JSON does not have, or text PostgreSQL cannot
+    store, named by its path from ``path``; else ``exc`` itself (a circular value)."""
+    if "Out of range float" in str(exc):
+        try:
+            storable_json(value, path)
+        except ValueError as found:
+            return found
+    return exc
+
+
 def check_type(type: Any) -> str:
     """The job type, stripped of surrounding whitespace; ValueError names the field."""
     if not isinstance(type, str) or not 1 <= len(type.strip()) <= TYPE_MAX_LENGTH:
@@ -100,13 +112,9 @@ def check_options(
                          f"got {max_attempts!r}")  # fmt: skip
     if run_at is not None and not (isinstance(run_at, datetime) and run_at.tzinfo is not None):
         raise ValueError(f"run_at: must be a datetime with a time zone, got {run_at!r}")
-    if delay_seconds is not None and not (
-        isinstance(delay_seconds, int | float)
-        and not isinstance(delay_seconds, bool)
-        and 0 <= delay_seconds <= MAX_DELAY_SECONDS
-    ):
-        raise ValueError(f"delay_seconds: must be a number from 0 to {MAX_DELAY_SECONDS}, "
-                         f"got {delay_seconds!r}")  # fmt: skip
+    if delay_seconds is not None and not _is_seconds(delay_seconds):
+        raise ValueError(f"delay_seconds: must be a finite number from 0 to "
+                         f"{MAX_DELAY_SECONDS}, got {delay_seconds!r}")  # fmt: skip
     if run_at is not None and delay_seconds is not None:
         raise ValueError("run_at, delay_seconds: give run_at or delay_seconds, not both")
     if unique_key is not None and not (
@@ -114,12 +122,8 @@ def check_options(
     ):
         raise ValueError(f"unique_key: must be a string of 1 to {UNIQUE_KEY_MAX_LENGTH} "
                          f"characters, got {unique_key!r}")  # fmt: skip
-    if unique_for is not None and not (
-        isinstance(unique_for, int | float)
-        and not isinstance(unique_for, bool)
-        and 0 <= unique_for <= MAX_DELAY_SECONDS
-    ):
-        raise ValueError(f"unique_for: must be a number of seconds from 0 to "
+    if unique_for is not None and not _is_seconds(unique_for):
+        raise ValueError(f"unique_for: must be a finite number of seconds from 0 to "
                          f"{MAX_DELAY_SECONDS}, got {unique_for!r}")  # fmt: skip
     if unique_for is not None and unique_key is None:
         raise ValueError("unique_for: needs a unique_key")
@@ -127,6 +131,17 @@ def check_options(
 
 def _is_int_in(value: Any, low: int, high: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _is_seconds(value: Any) -> bool:
+    # NaN compares false with every bound, so that it would otherwise read "out of
+    # range"; the message says "finite" for it and for Infinity.
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0 <= value <= MAX_DELAY_SECONDS
+    )
 
 
 def check_concurrency_key(key: Any, field: str = "concurrency_key") -> str | None:

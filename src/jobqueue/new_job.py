@@ -36,6 +36,9 @@ JobType = Annotated[
 ]
 Payload = Annotated[dict[str, Any], AfterValidator(fields.storable_json)]
 Int32 = Annotated[int, Field(ge=fields.INT32_MIN, le=fields.INT32_MAX)]
+# Python's JSON parser reads NaN and Infinity: "should be a finite number" names them,
+# where the bounds alone would call NaN "not less than or equal to" the maximum.
+Seconds = Annotated[float, Field(ge=0, le=fields.MAX_DELAY_SECONDS, allow_inf_nan=False)]
 
 
 class NewJob(BaseModel):
@@ -65,7 +68,7 @@ class NewJob(BaseModel):
     run_at: AwareDatetime | None = Field(
         default=None, description="Do not start before this time (with a time zone)."
     )
-    delay_seconds: Annotated[float, Field(ge=0, le=fields.MAX_DELAY_SECONDS)] | None = Field(
+    delay_seconds: Seconds | None = Field(
         default=None, description="Do not start before this many seconds from now."
     )
 
@@ -95,7 +98,7 @@ class NewJob(BaseModel):
         "with 200 instead of 201. Unlike the `Idempotency-Key` header, the key is free "
         "again once its job ended (docs/unique-jobs.md).",
     )
-    unique_for: Annotated[float, Field(ge=0, le=fields.MAX_DELAY_SECONDS)] | None = Field(
+    unique_for: Seconds | None = Field(
         default=None, description="Seconds the key stays taken after the job completed."
     )
 

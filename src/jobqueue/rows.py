@@ -138,7 +138,8 @@ class Rows:
                 try:
                     encoded.append(encode(payload))
                 except ValueError as exc:  # NaN or Infinity: not JSON
-                    raise ValueError(f"payloads[{i}]: {exc}") from exc
+                    found = fields.unencodable(payload, "payload", exc)
+                    raise ValueError(f"payloads[{i}]: {found}") from exc
             else:
                 raise ValueError(f"payloads[{i}]: payload: must be a mapping (a JSON "
                                  f"object), got {payload!r}")  # fmt: skip
@@ -149,8 +150,12 @@ class Rows:
         has one (PayloadError), else required to be a mapping."""
         task = self._tasks.get(type)
         if task is not None and task.payload_type is not None:
-            return _JSON.encode(task.dump({} if payload is None else payload))
-        if payload is None:
+            payload = task.dump({} if payload is None else payload)
+        elif payload is None:
             return "{}"
-        fields.check_options(payload=payload)
-        return _JSON.encode(payload)
+        else:
+            fields.check_options(payload=payload)
+        try:
+            return _JSON.encode(payload)
+        except ValueError as exc:  # NaN or Infinity: ValueError naming the field
+            raise fields.unencodable(payload, "payload", exc) from None

@@ -161,6 +161,7 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
             http.should_exit = True
             http.force_exit = force.is_set()
             await http_task
+            await app.state.refusals.flush()  # the refusals counted since their rows
     finally:
         if metrics is not None:
             await metrics.stop()

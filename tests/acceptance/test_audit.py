@@ -1,13 +1,17 @@
 """The audit log over a real `jobqueue api`: actions taken over HTTP are listed by
-GET /audit with the client's address, and by `jobqueue audit` beside the CLI's own."""
+GET /audit with the client's address, and by `jobqueue audit` beside the CLI's own;
+a flood of refused requests is one row counting them."""
 
 from __future__ import annotations
 
 import getpass
 import json
 
+import asyncpg
 import httpx
+import pytest
 
+from tests.acceptance.test_auth import make_token
 from tests.conftest import Spawn, jobqueue
 
 
@@ -52,3 +56,35 @@ def test_actions_over_http_and_the_cli_are_listed_newest_first(
         "jobqueue: error: --limit must be from 1 to 500, got 501\n",
     )
     assert api.stop() == 0
+
+
+@pytest.mark.anyio
+async def test_a_flood_of_refused_requests_is_one_row_with_who_what_and_the_outcome(
+    env: dict[str, str], spawn: Spawn, db: asyncpg.Connection, schema: str
+) -> None:
+    reader = await make_token(db, schema, "reader", ["jobs:read"])
+    admin = await make_token(db, schema, "admin", ["admin"])
+    api = spawn(["api"], env, name="api")
+    base = f"http://127.0.0.1:{env['PORT']}"
+    api.wait_http(base)
+    async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+        for _ in range(50):
+            answer = await client.post(
+                "/queues/mail/pause", headers={"Authorization": f"Bearer {reader}"}
+            )
+            assert answer.status_code == 403
+        listed = await client.get("/audit", headers={"Authorization": f"Bearer {admin}"})
+    [entry] = listed.json()["entries"]
+    assert (entry["actor"], entry["client"], entry["action"], entry["target"]) == (
+        "reader", "127.0.0.1", "request.refused", "POST /queues/mail/pause"
+    )  # fmt: skip
+    # Counted in memory until the minute ends, or the process stops.
+    assert (entry["count"], entry["result"]) == (1, "forbidden:scope=queues:control")
+    assert api.stop() == 0
+
+    table = jobqueue(env, "audit", "--action", "request.refused").stdout.splitlines()
+    assert len(table) == 2, table
+    assert table[1].split()[3:] == [
+        "reader", "request.refused", "POST", "/queues/mail/pause", "50", "127.0.0.1",
+        "forbidden:scope=queues:control",
+    ]  # fmt: skip

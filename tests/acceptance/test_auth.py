@@ -378,6 +378,7 @@ async def test_tokens_over_http_with_the_admin_scope(
     assert [tuple(r.values()) for r in audited] == [
         ("ops", "token.create", "ci", "ok", "127.0.0.1"),
         ("ops", "token.create", "ci", "conflict:exists", "127.0.0.1"),
+        ("ci", "request.refused", "GET /tokens", "forbidden:scope=admin", "127.0.0.1"),
         ("ops", "token.revoke", "ci", "ok", "127.0.0.1"),
         ("ops", "token.revoke", "ci", "not_found", "127.0.0.1"),
     ]

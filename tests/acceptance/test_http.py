@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -87,3 +88,45 @@ async def test_fifty_concurrent_http_requests_with_one_idempotency_key(
     assert statuses == [200] * 49 + [201]
     assert len({a.json()["id"] for a in answers}) == 1
     assert await db.fetchval(f'SELECT count(*) FROM "{schema}".jobs') == 1
+
+
+def curl(*args: str) -> tuple[int, dict[str, object]]:
+    """curl's answer to a request: its status and JSON body."""
+    run = subprocess.run(
+        ["curl", "-s", "-w", "\n%{http_code}", *args], capture_output=True, text=True, timeout=30
+    )
+    body, _, status = run.stdout.rpartition("\n")
+    return int(status), json.loads(body)
+
+
+def test_curl_without_a_json_content_type_is_told_what_to_send(
+    env: dict[str, str], spawn: Spawn
+) -> None:
+    api = spawn(["api"], env, name="api")
+    base = f"http://127.0.0.1:{env['PORT']}"
+    api.wait_http(base)
+    job = '{"type": "send_email", "payload": {"to": "a@example.com"}}'
+    # curl -d sends application/x-www-form-urlencoded unless told otherwise.
+    status, answer = curl(f"{base}/jobs", "-d", job)
+    assert status == 415
+    assert answer == {
+        "detail": [
+            {
+                "field": "Content-Type",
+                "loc": ["header", "Content-Type"],
+                "msg": "must be application/json, got 'application/x-www-form-urlencoded' "
+                "(what curl -d sends unless told: add -H 'Content-Type: application/json', "
+                "or use curl --json)",
+                "type": "unsupported_media_type",
+            }
+        ]
+    }
+    status, answer = curl(f"{base}/workflows", "-d", '{"jobs": [{"ref": "a", "type": "x"}]}')
+    assert status == 415
+    assert httpx.get(f"{base}/jobs").json()["jobs"] == []
+    # As the README and curl --json send it.
+    status, answer = curl(f"{base}/jobs", "-H", "Content-Type: application/json", "-d", job)
+    assert (status, answer["status"]) == (201, "pending")
+    status, answer = curl(f"{base}/jobs", "--json", job)
+    assert (status, answer["status"]) == (201, "pending")
+    assert api.stop() == 0

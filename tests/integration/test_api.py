@@ -4,6 +4,7 @@ its message naming the field, and nothing stored."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import AsyncIterator
 
 import asyncpg
@@ -166,6 +167,9 @@ BAD_BODIES = [
     # Numbers Python's parser reads and jsonb refuses.
     ('{"type": "noop", "payload": {"a": [NaN]}}', 422, "payload", "a.0: nan is not a JSON"),
     ('{"type": "noop", "payload": {"a": -Infinity}}', 422, "payload", "a: -inf is not a JSON"),
+    ('{"type": "noop", "delay_seconds": NaN}', 422, "delay_seconds", "finite number"),
+    ('{"type": "noop", "delay_seconds": Infinity}', 422, "delay_seconds", "finite number"),
+    ('{"type": "noop", "unique_key": "k", "unique_for": NaN}', 422, "unique_for", "finite"),
     (b'{"type": "\xff"}', 400, "body", "malformed body"),  # not UTF-8
     (
         '{"type": "noop", "payload": {"x": "' + "a" * 1000 + '"}}',
@@ -199,10 +203,93 @@ async def test_bad_job_is_refused_naming_the_field_and_nothing_is_stored(
     assert await count_jobs(db, schema) == 0
 
 
+# Each route's body, valid, and the path to send it to.
+JSON_BODIES = {
+    ("post", "/jobs"): {"type": "noop"},
+    ("post", "/jobs/batch"): {"jobs": [{"type": "noop"}]},
+    ("post", "/jobs/cancel"): {},
+    ("post", "/jobs/retry"): {},
+    ("patch", "/queues/{name}"): {"global_limit": 5},
+    ("post", "/workflows"): {"jobs": [{"ref": "a", "type": "noop"}]},
+    ("post", "/tokens"): {"name": "t", "scopes": ["jobs:read"]},
+}
+
+
+@pytest.mark.parametrize(
+    ("content_type", "words"),
+    [
+        ("text/plain", "must be application/json, got 'text/plain'"),
+        # What curl -d sends unless told otherwise.
+        ("application/x-www-form-urlencoded", "curl --json"),
+        # A web page can send this across origins without a preflight.
+        (None, "the body needs the header Content-Type: application/json"),
+    ],
+)
+async def test_a_body_that_is_not_json_is_a_415_on_every_route_with_a_body(
+    client: httpx.AsyncClient,
+    db: asyncpg.Connection,
+    schema: str,
+    content_type: str | None,
+    words: str,
+) -> None:
+    document = (await client.get("/openapi.json")).json()
+    operations = {
+        (method, path)
+        for path, ops in document["paths"].items()
+        for method, op in ops.items()
+        if "requestBody" in op
+    }
+    assert operations == set(JSON_BODIES)  # a new route with a body is listed here
+    for (method, path), body in JSON_BODIES.items():
+        headers = {} if content_type is None else {"content-type": content_type}
+        r = await client.request(
+            method, path.replace("{name}", "mail"), content=json.dumps(body), headers=headers
+        )
+        where = f"{method} {path}"
+        assert r.status_code == 415, (where, r.text)
+        [error] = r.json()["detail"]
+        assert (error["field"], error["type"]) == ("Content-Type", "unsupported_media_type")
+        assert words in error["msg"], (where, error)
+        assert r.headers[f"accept-{method}"] == "application/json", where
+    stored = await db.fetchval(
+        f"""SELECT (SELECT count(*) FROM "{schema}".jobs)
+                 + (SELECT count(*) FROM "{schema}".api_tokens)
+                 + (SELECT count(*) FROM "{schema}".audit_log)"""
+    )
+    assert stored == 0
+    # No body at all: the route names the missing body, as before.
+    r = await client.post("/jobs/cancel")
+    assert (r.status_code, r.json()["detail"][0]["field"]) == (422, "body")
+
+
+@pytest.mark.parametrize(
+    ("job", "field", "words"),
+    [
+        ('{"ref": "b", "type": "noop", "payload": {"a": [NaN]}}', "jobs.1.payload", "a.0: nan"),
+        ('{"ref": "b", "type": "noop", "payload": {"a": Infinity}}', "jobs.1.payload", "a: inf"),
+        ('{"ref": "b", "type": "noop", "delay_seconds": NaN}', "jobs.1.delay_seconds", "finite"),
+    ],
+)
+async def test_a_workflow_with_a_number_json_does_not_have_stores_nothing(
+    client: httpx.AsyncClient,
+    db: asyncpg.Connection,
+    schema: str,
+    job: str,
+    field: str,
+    words: str,
+) -> None:
+    body = '{"jobs": [{"ref": "a", "type": "noop"}, ' + job + "]}"
+    r = await client.post("/workflows", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422, r.text
+    assert any(e["field"] == field and words in e["msg"] for e in r.json()["detail"]), r.text
+    assert await count_jobs(db, schema) == 0
+
+
 @pytest.mark.parametrize(
     ("path", "status", "words"),
     [
         ("/jobs/999999", 404, "job 999999 not found"),
+        ("/jobs/1?wait=NaN", 422, "finite number"),
         ("/jobs/abc", 422, "valid integer"),
         ("/jobs/0", 422, "greater than or equal to 1"),
         ("/jobs/99999999999999999999", 422, "less than or equal"),

@@ -152,9 +152,13 @@ async def test_enqueue_many_is_all_or_nothing(jq: JobQueue) -> None:
         await jq.enqueue_many("bulk", [{"ok": 1}], max_attempts=0)
     with pytest.raises(ValueError, match=r"^payloads\[1\]: "):
         await jq.enqueue_many("bulk", [{"ok": 1}, "not a mapping"])  # type: ignore[list-item]
-    # NaN is no JSON: refused before the INSERT, which jsonb would fail.
-    with pytest.raises(ValueError, match=r"^payloads\[1\]: Out of range float"):
-        await jq.enqueue_many("bulk", [{"ok": 1}, {"x": float("nan")}])
-    with pytest.raises(ValueError, match="Out of range float"):
+    # NaN is no JSON: refused before the INSERT, which jsonb would fail, naming where.
+    with pytest.raises(ValueError, match=r"^payloads\[1\]: payload.x.0: nan is not a JSON number"):
+        await jq.enqueue_many("bulk", [{"ok": 1}, {"x": [float("nan")]}])
+    with pytest.raises(ValueError, match=r"^payload.x: inf is not a JSON number$"):
         await jq.enqueue("bulk", {"x": float("inf")})
+    with pytest.raises(ValueError, match=r"^delay_seconds: must be a finite number"):
+        await jq.enqueue("bulk", {}, delay_seconds=float("nan"))
+    with pytest.raises(ValueError, match=r"^delay_seconds: must be a finite number"):
+        await jq.enqueue_many("bulk", [{}], delay_seconds=float("inf"))
     assert await jq.list() == []

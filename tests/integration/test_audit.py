@@ -12,12 +12,15 @@ import asyncpg
 import httpx
 import pytest
 
+from jobqueue.api import create_app
+from jobqueue.api.refusals import RefusalLog
 from jobqueue.app import JobQueue
 from jobqueue.audit import Actor
 from jobqueue.db.sql import queries
 from jobqueue.job import JobStatus
 from jobqueue.maintenance.leader import Leader
 from jobqueue.maintenance.retention import Retention
+from jobqueue.tokens import new_token
 from tests.conftest import dead_letters, jobqueue
 
 pytestmark = pytest.mark.anyio
@@ -172,6 +175,67 @@ async def test_get_audit_pages_newest_first_and_filters(
     assert [e["actor"] for e in resumes["entries"]] == ["anonymous", "cli:root"]
     both = await api_client.get("/audit", params={"actor": "ops", "action": "queue.resume"})
     assert both.json() == {"entries": [], "next_after": None}
+
+
+async def test_refused_requests_are_rows_at_most_one_per_token_and_route_a_window(
+    jq: JobQueue, db: asyncpg.Connection, schema: str
+) -> None:
+    store = await jq.store()
+    secrets = {}
+    for name, scopes, queues in (
+        ("admin", ["admin"], None),
+        ("reader", ["jobs:read"], None),
+        ("mailer", ["jobs:enqueue", "queues:control"], ["mail"]),
+    ):
+        stored, secrets[name] = new_token(name=name, scopes=scopes, queues=queues)
+        assert await store.token_create(token=stored, expires_in_seconds=None)
+    app = create_app(jq, open_without_tokens=False, check_types=False)
+    refusals: RefusalLog = app.state.refusals
+
+    def bearer(name: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {secrets[name]}"}
+
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://test"
+    ) as client:
+        # A flood of one refusal: one row, counting every request once its window ends.
+        for i in range(1, 31):
+            answer = await client.post(f"/jobs/{i}/retry", headers=bearer("reader"))
+            assert answer.status_code == 403
+        # Refused for a queue, served by the lean POST /jobs and by a FastAPI route.
+        for body in ({"type": "report"}, {"type": "report", "queue": "mail"}):
+            answer = await client.post("/jobs", json=body, headers=bearer("mailer"))
+            assert answer.status_code == (403 if "queue" not in body else 201)
+        assert (
+            await client.post("/queues/default/pause", headers=bearer("mailer"))
+        ).status_code == 403
+        # Neither a 401 nor an action the token may take is a refusal.
+        assert (await client.post("/jobs/1/retry")).status_code == 401
+        assert (await client.get("/jobs", headers=bearer("reader"))).status_code == 200
+
+        refused = [
+            {"actor": "reader", "action": "request.refused", "target": "POST /jobs/1/retry",
+             "filter": None, "count": 1, "client": "127.0.0.1",
+             "result": "forbidden:scope=jobs:control"},
+            {"actor": "mailer", "action": "request.refused", "target": "POST /jobs",
+             "filter": None, "count": 1, "client": "127.0.0.1",
+             "result": "forbidden:queue=default"},
+            {"actor": "mailer", "action": "request.refused",
+             "target": "POST /queues/default/pause", "filter": None, "count": 1,
+             "client": "127.0.0.1", "result": "forbidden:queue=default"},
+        ]  # fmt: skip
+        assert await audit_rows(db, schema) == refused
+        await refusals.flush()  # the windows end: their counts are written
+        refused[0]["count"] = 30
+        assert await audit_rows(db, schema) == refused
+
+        # Once a window has ended, the next refusal opens a row of its own.
+        assert (await client.post("/jobs/7/retry", headers=bearer("reader"))).status_code == 403
+        listed = await client.get("/audit", params={"actor": "reader"}, headers=bearer("admin"))
+        assert [(e["target"], e["count"], e["result"]) for e in listed.json()["entries"]] == [
+            ("POST /jobs/7/retry", 1, "forbidden:scope=jobs:control"),
+            ("POST /jobs/1/retry", 30, "forbidden:scope=jobs:control"),
+        ]
 
 
 @pytest.mark.parametrize(

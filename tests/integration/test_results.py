@@ -49,6 +49,18 @@ async def test_return_values_are_stored_with_the_job(jq: JobQueue) -> None:
     async def opaque(payload: dict[str, Any]) -> object:
         return object()
 
+    @jq.task("ratio", max_attempts=3)
+    async def ratio(payload: dict[str, Any]) -> dict[str, Any]:
+        return {"ratio": [1.0, float(payload["value"])]}
+
+    @jq.task("nul", max_attempts=3)
+    async def nul(payload: dict[str, Any]) -> dict[str, str]:
+        return {"text": "a" + chr(0) + "b"}  # no payload can carry it: jsonb refuses it
+
+    @jq.task("bad_model", max_attempts=3)
+    def bad_model(payload: dict[str, Any]) -> Receipt:
+        return Receipt(number=1, total=float("nan"))
+
     ids = {
         "dict": (await jq.enqueue("plain", {"value": {"a": [1, 2]}})).id,
         "text": (await jq.enqueue("plain", {"value": "done"})).id,
@@ -56,6 +68,10 @@ async def test_return_values_are_stored_with_the_job(jq: JobQueue) -> None:
         "model": (await jq.enqueue("model")).id,
         "none": (await jq.enqueue("nothing")).id,
         "opaque": (await jq.enqueue("opaque")).id,
+        "nan": (await jq.enqueue("ratio", {"value": "nan"})).id,
+        "inf": (await jq.enqueue("ratio", {"value": "-inf"})).id,
+        "bad_model": (await jq.enqueue("bad_model")).id,
+        "nul": (await jq.enqueue("nul")).id,
     }
     jobs = {job.id: job for job in await drain(jq)}
     got = {name: jobs[i] for name, i in ids.items()}
@@ -73,6 +89,22 @@ async def test_return_values_are_stored_with_the_job(jq: JobQueue) -> None:
     assert (got["opaque"].status, got["opaque"].attempts) == (JobStatus.FAILED, 1)
     assert got["opaque"].last_error is not None
     assert got["opaque"].last_error.startswith("discarded: result is not JSON-serialisable")
+    # NaN and Infinity are no JSON: the job fails as for any result that cannot be
+    # stored, rather than storing null or failing the write of other jobs' outcomes.
+    for name, where in (("nan", "result.ratio.1: nan"), ("inf", "result.ratio.1: -inf"),
+                        ("bad_model", "result.total: nan")):  # fmt: skip
+        assert (got[name].status, got[name].attempts, got[name].result) == (
+            JobStatus.FAILED, 1, None
+        )  # fmt: skip
+        assert got[name].last_error == (
+            f"discarded: result is not JSON-serialisable: {where} is not a JSON number"
+        )
+    # Text jsonb refuses, written with the other outcomes, would fail them all.
+    assert (got["nul"].status, got["nul"].attempts) == (JobStatus.FAILED, 1)
+    assert got["nul"].last_error == (
+        "discarded: result cannot be stored: result.text: must not contain the NUL "
+        "character (\\u0000)"
+    )
     assert (await jq.get(ids["dict"])) == got["dict"]
 
 
@@ -198,8 +230,10 @@ async def test_progress_of_a_stale_attempt_is_not_written(jq: JobQueue) -> None:
     stored = await jq.get(job.id)
     assert stored is not None
     assert stored.progress is None
-    with pytest.raises(ValueError, match="fraction must be a number from 0 to 1"):
-        writer.report(ClaimedJob(job.id, job.type, job.queue, {}, 1, 3, 0, job.run_at), 1.5, None)
+    claimed = ClaimedJob(job.id, job.type, job.queue, {}, 1, 3, 0, job.run_at)
+    for fraction in (1.5, float("nan"), float("inf")):  # jsonb has no NaN nor Infinity
+        with pytest.raises(ValueError, match="fraction must be a finite number from 0 to 1"):
+            writer.report(claimed, fraction, None)
 
 
 async def test_context_log_is_bound_to_the_job(

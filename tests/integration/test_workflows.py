@@ -255,6 +255,31 @@ async def test_a_cycle_or_an_unknown_ref_stores_nothing(
     assert await db.fetchval(f'SELECT count(*) FROM "{schema}".jobs') == 0
 
 
+@pytest.mark.parametrize(
+    ("payload", "options", "error"),
+    [
+        ({"x": {"y": float("nan")}}, {}, "jobs[1]: payload.x.y: nan is not a JSON number"),
+        ({}, {"delay_seconds": float("inf")},
+         "jobs[1]: delay_seconds: must be a finite number from 0 to 315360000, got inf"),
+    ],
+)  # fmt: skip
+async def test_a_number_json_does_not_have_stores_nothing(
+    jq: JobQueue,
+    db: asyncpg.Connection,
+    schema: str,
+    payload: dict[str, Any],
+    options: dict[str, Any],
+    error: str,
+) -> None:
+    wf = jq.workflow()
+    wf.add("a", {"ok": 1}, ref="a")
+    wf.add("b", payload, ref="b", depends_on=["a"], **options)
+    with pytest.raises(WorkflowError) as raised:
+        await wf.enqueue()
+    assert str(raised.value) == error
+    assert await db.fetchval(f'SELECT count(*) FROM "{schema}".jobs') == 0
+
+
 async def test_unique_keys_priorities_and_queues_hold_for_workflow_jobs(
     jq: JobQueue, db: asyncpg.Connection, schema: str
 ) -> None:

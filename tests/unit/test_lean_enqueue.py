@@ -10,13 +10,14 @@ import pytest
 from fastapi import FastAPI
 
 from jobqueue.api import create_app, enqueue
+from jobqueue.api.media import JsonBodies
 from jobqueue.app import JobQueue
 from jobqueue.tokens import Scope
 
 # What each lean endpoint can answer: the operation must declare every one.
 ANSWERS = {
-    "/jobs": {"200", "201", "400", "401", "403", "410", "413", "422", "429", "503"},
-    "/jobs/batch": {"201", "400", "401", "403", "413", "422", "429", "503"},
+    "/jobs": {"200", "201", "400", "401", "403", "410", "413", "415", "422", "429", "503"},
+    "/jobs/batch": {"201", "400", "401", "403", "413", "415", "422", "429", "503"},
 }
 MODELS = {"/jobs": "NewJob", "/jobs/batch": "NewJobs"}
 
@@ -25,9 +26,10 @@ def app() -> FastAPI:
     return create_app(JobQueue(dsn="postgresql://unused"))
 
 
-def test_the_lean_middleware_is_innermost_and_leaves_the_document_as_it_was() -> None:
+def test_the_lean_middleware_is_inside_ours_and_leaves_the_document_as_it_was() -> None:
     served = app()
-    assert [m.cls for m in served.user_middleware][-1] is enqueue.LeanEnqueue
+    # Only JsonBodies is inside it: the 415 of a body LeanEnqueue hands on.
+    assert [m.cls for m in served.user_middleware][-2:] == [enqueue.LeanEnqueue, JsonBodies]
     [lean] = [m for m in served.user_middleware if m.cls is enqueue.LeanEnqueue]
     routes = lean.kwargs["routes"]
     assert {path: (r.path, r.methods) for path, r in routes.items()} == {

@@ -18,8 +18,8 @@ METHODS = {"get", "post", "put", "patch", "delete"}
 
 
 def undeclared(document: dict[str, Any]) -> list[str]:
-    """What each operation should declare and does not: 400, 413 and 422 with a body
-    (malformed JSON, over JOBQUEUE_MAX_REQUEST_BYTES, invalid fields), 422 with a path
+    """What each operation should declare and does not: 400, 413, 415 and 422 with a body
+    (malformed JSON, over JOBQUEUE_MAX_REQUEST_BYTES, not JSON, invalid fields), 422 with a path
     or query parameter, 503 if it reads the database, a description for every code."""
     problems = []
     for path, operations in document["paths"].items():
@@ -29,7 +29,7 @@ def undeclared(document: dict[str, Any]) -> list[str]:
             codes = set(operation["responses"])
             needed = set()
             if "requestBody" in operation:
-                needed |= {"400", "413", "422"}
+                needed |= {"400", "413", "415", "422"}
             if any(p["in"] in ("path", "query") for p in operation.get("parameters", [])):
                 needed.add("422")
             if (method, path) not in NO_DATABASE:
@@ -70,6 +70,7 @@ def test_a_route_that_forgets_them_is_found() -> None:
     assert undeclared(app.openapi()) == [
         "post /things/{id}: 400",
         "post /things/{id}: 413",
+        "post /things/{id}: 415",
         "post /things/{id}: 503",
         "post /things/{id}: 422 has no description",
         "get /healthz: 418 has no description",

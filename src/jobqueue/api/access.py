@@ -37,22 +37,29 @@ def shown_attempts(attempts: list[Attempt], who: Principal) -> list[Attempt]:
     return [dataclasses.replace(a, log=None) for a in attempts]
 
 
-def may_enqueue(who: Principal, *, queue: str, type: str, field: str) -> str | None:
-    """Why ``who`` may not enqueue such a job, or None if it may."""
+class Forbidden(HTTPException):
+    """A 403 for a queue or type out of the token's reach. ``refused``: what was
+    refused, as the audit log's result names it (``queue=mail``; api/refusals.py)."""
+
+    def __init__(self, detail: str, refused: str) -> None:
+        super().__init__(403, detail=detail)
+        self.refused = refused
+
+
+def may_enqueue(who: Principal, *, queue: str, type: str, field: str) -> Forbidden | None:
+    """The 403 to raise if ``who`` may not enqueue such a job, or None if it may."""
     if who.queues is not None and queue not in who.queues:
-        return f"this token may not use queue {queue!r} ({field}.queue)"
+        return Forbidden(
+            f"this token may not use queue {queue!r} ({field}.queue)", f"queue={queue}"
+        )
     if who.types is not None and type not in who.types:
-        return f"this token may not use type {type!r} ({field}.type)"
+        return Forbidden(f"this token may not use type {type!r} ({field}.type)", f"type={type}")
     return None
-
-
-def forbid(reason: str) -> HTTPException:
-    return HTTPException(403, detail=reason)
 
 
 def may_control_queue(who: Principal, queue: str) -> None:
     if who.queues is not None and queue not in who.queues:
-        raise forbid(f"this token may not use queue {queue!r}")
+        raise Forbidden(f"this token may not use queue {queue!r}", f"queue={queue}")
 
 
 def reach(

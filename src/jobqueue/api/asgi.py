@@ -15,6 +15,8 @@ from jobqueue.api import (
     enqueue,
     errors,
     limit_routes,
+    media,
+    refusals,
     token_routes,
     workflow_routes,
 )
@@ -59,13 +61,16 @@ def create_app(
         admin_secret=admin_secret,
         max_failures=jq.settings.auth_max_failures,
     )
+    app.state.refusals = refusals.RefusalLog(jq.store)
     routers = [router, token_routes.router, audit_routes.router, limit_routes.router,
                workflow_routes.router]  # fmt: skip
     for each in routers:
         app.include_router(each)
     auth.install(app, routers)
     errors.install(app)
-    # The innermost of ours: BodyLimit and RequestMetrics see its requests as any other.
+    # Innermost: a body that is not JSON is a 415 (what LeanEnqueue hands on, too).
+    app.add_middleware(media.JsonBodies, routes=media.json_routes(routers))
+    # BodyLimit and RequestMetrics see LeanEnqueue's requests as any other.
     app.add_middleware(enqueue.LeanEnqueue, routes=enqueue_routes(router))
     app.add_middleware(BodyLimit, max_request_bytes=jq.settings.max_request_bytes)
     if metrics is not None:  # outermost: it sees every answer, a 413 included

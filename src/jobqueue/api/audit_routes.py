@@ -41,8 +41,9 @@ async def list_audit(
 ) -> AuditList:
     """Every control action (retries, cancels, pauses, resumes, token changes), refusals
     included: who, what, on which job, queue, token or filter, how many jobs, when, from
-    which address, and the result. Pass `next_after` from one page as `after` to get the
-    next."""
+    which address, and the result. A request refused for its token (403) is a
+    `request.refused` row, at most one a minute per token and route, counting them.
+    Pass `next_after` from one page as `after` to get the next."""
     jq: JobQueue = request.app.state.jobqueue
     store = await jq.store()
     entries = await store.audit_list(actor=actor, action=action, before_id=after, limit=limit)

@@ -3,10 +3,11 @@
 Enqueueing is the API's hot path, and FastAPI's work per request cost more CPU than
 storing the job: its exception and exit-stack middleware, its routing, resolving the
 dependencies, reading the header parameters, validating the body as a parameter. So
-these two operations are served by ``LeanEnqueue``, a plain ASGI middleware, the
-innermost of the application's own (inside RequestMetrics and BodyLimit, so they count
-and limit these requests as any other). It reads the few headers it uses, parses the
-body with ``json.loads`` and validates it with the same models (NewJob, NewJobs),
+these two operations are served by ``LeanEnqueue``, a plain ASGI middleware inside
+RequestMetrics and BodyLimit, so they count and limit these requests as any other
+(only api/media.py's JsonBodies, which answers a body that is not JSON, is inside it).
+It reads the few headers it uses, parses the body with ``json.loads`` and validates it
+with the same models (NewJob, NewJobs),
 authenticates as ``require`` does, stores the job through the same functions as the
 FastAPI routes (``routes.enqueue_one``, ``routes.enqueue_batch``), and writes the
 answer's bytes itself. An exception is answered by the application's own exception
@@ -15,7 +16,8 @@ the FastAPI routes' own.
 
 What it does not take, it hands on, untouched, to the rest of the application, where
 the FastAPI route answers it as it always did: a body that is not JSON or not valid for
-the model, a content type other than ``application/json``, a malformed
+the model, a content type other than ``application/json`` (JsonBodies' 415, or an
+``application/*+json`` type for the FastAPI route), a malformed
 ``Idempotency-Key``, a request to an application mounted under a prefix, and every
 request while FastAPI's own OpenTelemetry instrumentation is on (its server span is
 named by the route FastAPI's router selects). So every parsing error keeps its shape,

@@ -126,6 +126,8 @@ async def http_error(request: Request, exc: Exception) -> Response:
         # body like any other, named as the JSON syntax errors are.
         return field_errors(400, [field_error(["body"], f"malformed body: {exc.detail}",
                                               "body_invalid")])  # fmt: skip
+    if exc.status_code == 403:  # in the audit log, at most a row a minute (api/refusals.py)
+        await request.app.state.refusals.record(request, exc)
     return await http_exception_handler(request, exc)
 
 

@@ -15,6 +15,10 @@ Responses = dict[int | str, dict[str, Any]]
 BODY: Responses = {
     400: {"description": "Malformed JSON", "model": FieldErrors},
     413: {"description": "Request body over JOBQUEUE_MAX_REQUEST_BYTES", "model": FieldErrors},
+    415: {
+        "description": "A body sent without Content-Type: application/json",
+        "model": FieldErrors,
+    },
 }
 # Every route with a body, a path or a query parameter.
 INVALID: Responses = {

@@ -148,7 +148,7 @@ async def enqueue_one(
         raise HTTPException(problems_status(problems), detail=problems)
     refused = access.may_enqueue(who, queue=queue_of(jq, new), type=new.type, field="body")
     if refused is not None:
-        raise access.forbid(refused)
+        raise refused
     remembered = None if idempotency_key is None else idempotency_of(jq, who, idempotency_key, new)
     try:
         return await jq.enqueue_job(new, headers=trace, idempotency_key=remembered)
@@ -231,7 +231,7 @@ async def enqueue_batch(
         where = queue_of(jq, new)
         refused = access.may_enqueue(who, queue=where, type=new.type, field=f"jobs.{i}")
         if refused is not None:
-            raise access.forbid(refused)
+            raise refused
     return await jq.enqueue_jobs(batch.jobs, headers=trace)
 
 
@@ -302,6 +302,7 @@ async def get_job(
         Query(
             gt=0,
             le=MAX_WAIT_SECONDS,
+            allow_inf_nan=False,
             description="Long-poll: answer as soon as the job is completed, failed or "
             "cancelled, or after this many seconds with the job as it is then.",
         ),

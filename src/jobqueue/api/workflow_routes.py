@@ -106,7 +106,7 @@ async def create_workflow(
     for i, new in enumerate(spec.jobs):
         refused = access.may_enqueue(who, queue=queue_of(jq, new), type=new.type, field=f"jobs.{i}")
         if refused is not None:
-            raise access.forbid(refused)
+            raise refused
     try:
         created = await jq.enqueue_workflow(
             spec, headers={"traceparent": traceparent, "tracestate": tracestate}

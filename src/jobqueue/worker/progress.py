@@ -48,8 +48,10 @@ class ProgressWriter:
         """Keep ``job``'s latest progress for the next write; from any thread."""
         if fraction is not None and not (
             isinstance(fraction, int | float) and 0.0 <= fraction <= 1.0
-        ):
-            raise ValueError(f"progress: fraction must be a number from 0 to 1, got {fraction!r}")
+        ):  # NaN too: it compares false with both bounds
+            raise ValueError(
+                f"progress: fraction must be a finite number from 0 to 1, got {fraction!r}"
+            )
         if message is not None:
             message = str(message)[:MAX_MESSAGE_CHARS]
         with self._lock:
