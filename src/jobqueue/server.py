@@ -149,7 +149,12 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
                 jq, authenticator=app.state.auth, stopping=app.state.stopping, api=app
             )
             app.mount("/ui", dashboard)
-            http = HttpServer(app, grace_seconds=HTTP_GRACE_SECONDS, tls=tls)
+            http = HttpServer(
+                app,
+                grace_seconds=HTTP_GRACE_SECONDS,
+                tls=tls,
+                trusted_proxies=settings.trusted_proxies,
+            )
             http_task = asyncio.create_task(http.serve(sockets=[sock]), name="http")
             scheme = "https" if tls else "http"
             log.info(f"Serving HTTP on {scheme}://{settings.host}:{sock.getsockname()[1]}")
