@@ -1,14 +1,18 @@
 """Authentication over real HTTP against real `jobqueue api` processes: every route
 refuses every kind of bad token and changes nothing; revocation reaches a second
-process; a non-loopback bind with no token is refused; payloads are redacted without
-`payloads:read`; a client that keeps failing is slowed down."""
+process; a non-loopback bind with no token is refused before anything starts; payloads
+are redacted without `payloads:read`; a client that keeps failing is slowed down."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -381,3 +385,44 @@ async def test_tokens_over_http_with_the_admin_scope(
         ("ops", "token.revoke", "ci", "ok", "127.0.0.1"),
         ("ops", "token.revoke", "ci", "not_found", "127.0.0.1"),
     ]
+
+
+@pytest.mark.parametrize("command", ["serve", "api"])
+def test_a_start_refused_for_want_of_a_token_starts_nothing_first(
+    tmp_path: Path, command: str
+) -> None:
+    """On the embedded default, the refusal comes before the migrations, the worker and
+    its LISTEN: one line on stderr, exit code 1, and a schema left as it was."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "JOBQUEUE_TEST_DATABASE_URL", "JOBQUEUE_SCHEMA")
+    }
+    env.update(PORT=str(free_port()), JOBQUEUE_DATA_DIR=str(tmp_path / "data"))
+    refused = subprocess.run(
+        [sys.executable, "-m", "jobqueue", command, "--host", "0.0.0.0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert refused.returncode == 1
+    assert refused.stdout == ""
+    assert refused.stderr.splitlines() == [
+        "jobqueue: error: refusing to serve HTTP on 0.0.0.0 without authentication: create "
+        "a token (jobqueue tokens create --name NAME --scope SCOPE), set "
+        "JOBQUEUE_ADMIN_TOKEN, or pass --insecure-no-auth"
+    ]
+    migrated = subprocess.run(
+        [sys.executable, "-m", "jobqueue", "migrate"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert migrated.returncode == 0, migrated.stderr
+    assert migrated.stdout.startswith("applied migrations: 1, 2, 3"), migrated.stdout
