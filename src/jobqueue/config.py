@@ -9,6 +9,7 @@ line that names the setting and the value.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -190,6 +191,21 @@ def trace_url(name: str, raw: str) -> str | None:
     return raw
 
 
+def address_list(name: str, raw: str) -> tuple[str, ...] | None:
+    """IP addresses and networks (``10.0.0.5,192.168.0.0/16``), or None (empty)."""
+    entries = tuple(e.strip() for e in raw.split(",") if e.strip())
+    for entry in entries:
+        try:
+            # As uvicorn reads them: an entry it could not parse would trust no one.
+            ipaddress.ip_network(entry) if "/" in entry else ipaddress.ip_address(entry)
+        except ValueError:
+            raise ConfigError(
+                f"{name} must be a comma-separated list of IP addresses and networks "
+                f"(e.g. 10.0.0.5,192.168.0.0/16); {entry!r} is neither"
+            ) from None
+    return entries or None
+
+
 def one_of(*choices: str) -> Callable[[str, str], str]:
     def parse(name: str, raw: str) -> str:
         if raw.lower() not in choices:
@@ -249,6 +265,7 @@ NONE_SPELLING: dict[Callable[[str, str], Any], str] = {
     cron_entries: "",
     limit_entries: "",
     trace_url: "",
+    address_list: "",
 }
 
 
@@ -595,7 +612,20 @@ class Settings:
         "Failed authentications one client address may make in a minute before the "
         "HTTP API answers its every request with 429 until the minute has passed (per "
         "API process). Lower slows a scanner sooner; behind a proxy every client shares "
-        "the proxy's address unless uvicorn is told to trust its forwarded headers.",
+        "the proxy's address unless JOBQUEUE_TRUSTED_PROXIES lists it.",
+    )
+    trusted_proxies: tuple[str, ...] | None = setting(
+        "JOBQUEUE_TRUSTED_PROXIES",
+        address_list,
+        None,
+        "Addresses and networks (10.0.0.5,192.168.0.0/16) of the reverse proxies in front "
+        "of `serve` and `api`. A request from one of them is taken as its X-Forwarded-Proto "
+        "and X-Forwarded-For say: https makes the dashboard's cookies Secure, and the client "
+        "address is the one the audit log records and JOBQUEUE_AUTH_MAX_FAILURES counts. "
+        "Unset: those headers are ignored from every address, a proxy on the same host "
+        "(127.0.0.1) included. List only proxies that set X-Forwarded-Proto and append to "
+        "X-Forwarded-For: a listed address can claim any client and scheme. The standard "
+        "Forwarded header is not read.",
     )
     migrate: bool = field(
         default=True,

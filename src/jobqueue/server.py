@@ -20,9 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import asyncpg
+
 from jobqueue import observability, wakeups
 from jobqueue.app import JobQueue
 from jobqueue.db.pool import is_unavailable, pooler_refusal
+from jobqueue.db.store import Store
 from jobqueue.logs import get_logger
 from jobqueue.tls import tls_files
 from jobqueue.worker import Worker
@@ -102,13 +105,22 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
     install_signal_handlers(stop, force)
 
     tls = tls_files(settings) if roles.api else None
-    sock = listen_socket(settings.host, settings.port) if roles.api else None
-    metrics = observability.start_metrics(settings, jq.tasks, http=roles.api)
-    dsn = jq.direct_dsn  # the workers' LISTEN
-    if not await wait_for_database(jq, stop):
-        return 0  # stopped before the database could be reached
-    pool = await jq.pool()
+    sock: socket.socket | None = None
+    metrics = None
     try:
+        auth = None
+        if roles.api:
+            # Decided before anything starts (no socket, migration, worker or LISTEN):
+            # a start refused for want of a token leaves nothing to stop or log.
+            auth = await http_auth(jq, stop)
+            if auth is None:
+                return 0  # stopped before the database could be reached
+            sock = listen_socket(settings.host, settings.port)
+        metrics = observability.start_metrics(settings, jq.tasks, http=roles.api)
+        dsn = jq.direct_dsn  # the workers' LISTEN
+        if not await wait_for_database(jq, stop, migrate=settings.migrate):
+            return 0  # stopped before the database could be reached
+        pool = await jq.pool()
         worker = (
             Worker(pool, dsn, settings, jq.tasks, clock=jq.clock, relayed=wakeups.relayed_here())
             if roles.worker
@@ -125,7 +137,8 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
             from jobqueue.api import create_app
             from jobqueue.api.http import HttpServer
 
-            open_without_tokens, admin = await http_auth(jq)
+            assert auth is not None
+            open_without_tokens, admin = auth
             listener = worker.listener if worker is not None else None
             app = create_app(
                 jq,
@@ -148,7 +161,12 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
                 jq, authenticator=app.state.auth, stopping=app.state.stopping, api=app
             )
             app.mount("/ui", dashboard)
-            http = HttpServer(app, grace_seconds=HTTP_GRACE_SECONDS, tls=tls)
+            http = HttpServer(
+                app,
+                grace_seconds=HTTP_GRACE_SECONDS,
+                tls=tls,
+                trusted_proxies=settings.trusted_proxies,
+            )
             http_task = asyncio.create_task(http.serve(sockets=[sock]), name="http")
             scheme = "https" if tls else "http"
             log.info(f"Serving HTTP on {scheme}://{settings.host}:{sock.getsockname()[1]}")
@@ -181,10 +199,12 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-async def http_auth(jq: JobQueue) -> tuple[bool, str | None]:
-    """Whether the API may be open while no token exists, and the bootstrap token.
-    Secure by default: on an address other than loopback, a start with no token at
-    all is refused unless --insecure-no-auth says otherwise."""
+async def http_auth(jq: JobQueue, stop: asyncio.Event) -> tuple[bool, str | None] | None:
+    """Whether the API may be open while no token exists, and the bootstrap token (None:
+    stopped while waiting for the database). Secure by default: on an address other
+    than loopback, a start with no token at all is refused unless --insecure-no-auth
+    says otherwise. Whether a token exists is the one query run before the decision
+    (with the embedded default, its server starts for it): nothing is migrated first."""
     from jobqueue import tokens
 
     settings = jq.settings
@@ -201,9 +221,9 @@ async def http_auth(jq: JobQueue) -> tuple[bool, str | None]:
         )
         return True, admin
     if admin is None:
-        store = await jq.store()
-        now = await store.clock_now()
-        if not any(t.info().state(now) == "active" for t in await store.tokens_list()):
+        if not await wait_for_database(jq, stop, migrate=False):
+            return None
+        if not await active_token_exists(await jq.store()):
             raise StartupError(
                 f"refusing to serve HTTP on {settings.host} without authentication: create "
                 "a token (jobqueue tokens create --name NAME --scope SCOPE), set "
@@ -212,14 +232,22 @@ async def http_auth(jq: JobQueue) -> tuple[bool, str | None]:
     return False, admin
 
 
-async def wait_for_database(jq: JobQueue, stop: asyncio.Event) -> bool:
-    """Connect (and migrate), retrying while the database is unreachable: a process
-    started during an outage waits for it instead of exiting. False if stopped first."""
+async def active_token_exists(store: Store) -> bool:
+    try:
+        return await store.tokens_active_exist()
+    except (asyncpg.UndefinedTableError, asyncpg.InvalidSchemaNameError):
+        return False  # a schema not migrated yet holds no token
+
+
+async def wait_for_database(jq: JobQueue, stop: asyncio.Event, *, migrate: bool) -> bool:
+    """Connect (and migrate if ``migrate``), retrying while the database is unreachable:
+    a process started during an outage waits for it instead of exiting. False if
+    stopped first."""
     backoff = 0.5
     while not stop.is_set():
         try:
             await jq.pool()
-            if jq.settings.migrate:
+            if migrate:
                 await jq.migrate()
             return True
         except Exception as exc:

@@ -1,14 +1,20 @@
 """Authentication over real HTTP against real `jobqueue api` processes: every route
 refuses every kind of bad token and changes nothing; revocation reaches a second
-process; a non-loopback bind with no token is refused; payloads are redacted without
-`payloads:read`; a client that keeps failing is slowed down."""
+process; a token created by the CLI works at once, and made-up ones cost bounded
+reads; a non-loopback bind with no token is refused before anything starts; payloads
+are redacted without `payloads:read`; a client that keeps failing is slowed down."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import secrets
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -382,3 +388,121 @@ async def test_tokens_over_http_with_the_admin_scope(
         ("ops", "token.revoke", "ci", "ok", "127.0.0.1"),
         ("ops", "token.revoke", "ci", "not_found", "127.0.0.1"),
     ]
+
+
+async def test_a_token_created_by_the_cli_works_at_once_on_a_busy_server(
+    spawn: Spawn, env: dict[str, str], db: asyncpg.Connection, schema: str
+) -> None:
+    """A deploy script creates a token and uses it in its next line, while other clients
+    keep the server's view of the tokens young: its first request is accepted."""
+    base = f"http://127.0.0.1:{env['PORT']}"
+    spawn(["serve"], env, name="serve").wait_http(base)
+    busy = {"Authorization": f"Bearer {await make_token(db, schema, 'busy', ['jobs:read'])}"}
+    stop = asyncio.Event()
+
+    async def traffic() -> None:
+        async with httpx.AsyncClient(base_url=base, headers=busy) as client:
+            while not stop.is_set():
+                assert (await client.get("/queues")).status_code == 200
+                await asyncio.sleep(0.02)
+
+    other_clients = asyncio.create_task(traffic())
+    try:
+        async with httpx.AsyncClient(base_url=base) as client:
+            for attempt in range(5):
+                created = await asyncio.to_thread(
+                    jobqueue, env, "tokens", "create", "--name", f"deploy-{attempt}",
+                    "--scope", "jobs:enqueue", "--json",
+                )  # fmt: skip
+                assert created.returncode == 0, created.stderr
+                secret = json.loads(created.stdout)["secret"]
+                answer = await client.post(
+                    "/jobs", json={"type": "noop"}, headers={"Authorization": f"Bearer {secret}"}
+                )
+                assert answer.status_code == 201, (attempt, answer.text)
+    finally:
+        stop.set()
+        await other_clients
+
+
+def token_reads(metrics: str, reason: str) -> float:
+    line = f'jobqueue_api_token_reads_total{{reason="{reason}"}} '
+    return float(next(x for x in metrics.splitlines() if x.startswith(line)).split()[-1])
+
+
+async def test_made_up_key_ids_cost_a_bounded_number_of_token_reads(
+    spawn: Spawn, env: dict[str, str], db: asyncpg.Connection, schema: str
+) -> None:
+    """Each made-up key id could be a token created a moment ago, so it has the tokens
+    read again before it is refused; a flood of them shares the reads, one at a time,
+    at most one per REREAD_SECONDS (as jobqueue_api_token_reads_total counts them)."""
+    from jobqueue.api.auth import REREAD_SECONDS
+
+    base = f"http://127.0.0.1:{env['PORT']}"
+    # A flood from many addresses, as far as the failure limit is concerned.
+    spawn(["api"], dict(env, JOBQUEUE_AUTH_MAX_FAILURES="100000"), name="api").wait_http(base)
+    admin = {"Authorization": f"Bearer {await make_token(db, schema, 'ops', ['admin'])}"}
+    async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+        assert (await client.get("/jobs", headers=admin)).status_code == 200
+        before = token_reads((await client.get("/metrics", headers=admin)).text, "unknown_key")
+
+        async def stream() -> list[tuple[int, str]]:
+            answers = []
+            for _ in range(25):
+                made_up = f"Bearer jqt_{secrets.token_hex(6)}_{secrets.token_urlsafe(32)}"
+                answer = await client.get("/jobs", headers={"Authorization": made_up})
+                answers.append((answer.status_code, answer.json()["detail"]))
+            return answers
+
+        started = time.monotonic()
+        streams = await asyncio.gather(*(stream() for _ in range(20)))
+        elapsed = time.monotonic() - started
+        after = token_reads((await client.get("/metrics", headers=admin)).text, "unknown_key")
+
+    assert {a for answers in streams for a in answers} == {(401, "unknown token")}
+    reads = after - before
+    # Every read for these began within the flood, each at least REREAD_SECONDS after
+    # the one before; one read per made-up key id would be 500.
+    assert 1 <= reads <= elapsed / REREAD_SECONDS + 1, (reads, elapsed)
+
+
+@pytest.mark.parametrize("command", ["serve", "api"])
+def test_a_start_refused_for_want_of_a_token_starts_nothing_first(
+    tmp_path: Path, spawn: Spawn, command: str
+) -> None:
+    """On the embedded default, the refusal comes before the migrations, the worker and
+    its LISTEN: one line on stderr (where they log), and exit code 1. Then what the line
+    says to do works: `tokens create` on the schema not yet made, and a start with it."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "JOBQUEUE_TEST_DATABASE_URL", "JOBQUEUE_SCHEMA")
+    }
+    env.update(PORT=str(free_port()), JOBQUEUE_DATA_DIR=str(tmp_path / "data"))
+    refused = subprocess.run(
+        [sys.executable, "-m", "jobqueue", command, "--host", "0.0.0.0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert refused.returncode == 1
+    assert refused.stdout == ""
+    assert refused.stderr.splitlines() == [
+        "jobqueue: error: refusing to serve HTTP on 0.0.0.0 without authentication: create "
+        "a token (jobqueue tokens create --name NAME --scope SCOPE), set "
+        "JOBQUEUE_ADMIN_TOKEN, or pass --insecure-no-auth"
+    ]
+    created = subprocess.run(
+        [sys.executable, "-m", "jobqueue", "tokens", "create", "--name", "ops", "--scope",
+         "admin", "--json"],
+        env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    secret = json.loads(created.stdout)["secret"]
+    base = f"http://127.0.0.1:{env['PORT']}"
+    spawn([command, "--host", "0.0.0.0"], env, name=command, cwd=tmp_path).wait_http(base, 60)
+    assert httpx.get(f"{base}/jobs").status_code == 401
+    assert httpx.get(f"{base}/jobs", headers={"Authorization": f"Bearer {secret}"}).is_success

@@ -35,6 +35,13 @@ def test_the_trace_url_is_a_template_of_the_trace_id() -> None:
     assert config.load(environ={}).trace_url is None
 
 
+def test_the_trusted_proxies_are_addresses_and_networks() -> None:
+    s = config.load(environ={"JOBQUEUE_TRUSTED_PROXIES": "10.0.0.5, 192.168.0.0/16,::1"})
+    assert s.trusted_proxies == ("10.0.0.5", "192.168.0.0/16", "::1")
+    assert config.load(environ={"JOBQUEUE_TRUSTED_PROXIES": " "}).trusted_proxies is None
+    assert config.load(environ={}).trusted_proxies is None
+
+
 def test_fractional_retry_delay_and_queue_list() -> None:
     s = config.load(environ={"RETRY_DELAY_SECONDS": "0.25", "JOBQUEUE_QUEUES": "a, b"})
     assert (s.retry_delay, s.queues) == (0.25, ("a", "b"))
@@ -51,6 +58,17 @@ def test_fractional_retry_delay_and_queue_list() -> None:
         ("JOBQUEUE_QUEUES", "a b", "JOBQUEUE_QUEUES must be a comma-separated list"),
         ("JOBQUEUE_LOG_FORMAT", "xml", "JOBQUEUE_LOG_FORMAT must be one of console, json"),
         ("JOBQUEUE_TRACING", "yes", "JOBQUEUE_TRACING must be one of auto, on, off, got 'yes'"),
+        (
+            "JOBQUEUE_TRUSTED_PROXIES",
+            "10.0.0.5,proxy.local",
+            "JOBQUEUE_TRUSTED_PROXIES must be a comma-separated list of IP addresses and "
+            "networks (e.g. 10.0.0.5,192.168.0.0/16); 'proxy.local' is neither",
+        ),
+        (  # host bits set: uvicorn would read it as a name, which no client address is
+            "JOBQUEUE_TRUSTED_PROXIES",
+            "10.0.0.5/8",
+            "'10.0.0.5/8' is neither",
+        ),
         (
             "JOBQUEUE_TRACE_URL",
             "https://t.example/",

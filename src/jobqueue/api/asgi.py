@@ -77,6 +77,7 @@ def create_app(
         from jobqueue.observability.metrics import RequestMetrics
 
         app.add_middleware(RequestMetrics, metrics=metrics.metrics)
+        metrics.registry.register(app.state.auth)  # its reads of the tokens
     return app
 
 

@@ -3,19 +3,23 @@
 Every route declares the scope it needs with ``require``; the route receives the
 :class:`~jobqueue.tokens.Principal` it acts as. The tokens are read from the database
 at most every REFRESH_SECONDS and checked in memory: a request costs a hash and a dict
-lookup, and a token revoked or created in one API process counts in every other
-within REFRESH_SECONDS plus one query (docs/security.md).
+lookup, and a token revoked in one API process counts in every other within
+MAX_AGE_SECONDS. A token whose key id the view lacks has the tokens read again before
+it is refused (REREAD_SECONDS), so a token just created works at once everywhere
+(docs/security.md).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import math
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, FastAPI, HTTPException, Request, Security
 from fastapi.openapi.utils import get_openapi
@@ -26,6 +30,9 @@ from jobqueue.db.pool import error_text
 from jobqueue.db.store import Store
 from jobqueue.logs import get_logger
 from jobqueue.tokens import ADMIN_TOKEN_NAME, ALL_SCOPES, OPEN, Principal, Scope, StoredToken
+
+if TYPE_CHECKING:
+    from prometheus_client import Metric
 
 log = get_logger("jobqueue.api")
 
@@ -38,6 +45,15 @@ log = get_logger("jobqueue.api")
 REFRESH_SECONDS = 0.5
 MAX_AGE_SECONDS = 1.0
 REFRESH_WAIT_SECONDS = 2.0
+# A token of ours whose key id the view lacks may have been created since the view was
+# read (by `jobqueue tokens create`, or another process): before refusing it, a request
+# waits for a read that began after it arrived. One read runs at a time, shared by
+# every request that waits, and one begins at least REREAD_SECONDS after the one before:
+# made-up key ids, however many and from however many addresses, cost at most one small
+# query per REREAD_SECONDS, and a new token's first request waits at most that long.
+REREAD_SECONDS = 0.1
+# Why the tokens were read: jobqueue_api_token_reads_total's ``reason`` label.
+READ_REASONS = ("refresh", "unknown_key")
 # The window of JOBQUEUE_AUTH_MAX_FAILURES. A secret of 256 bits cannot be guessed at
 # any rate; the limit keeps scanners and a client with a stale token from hammering.
 FAILURE_WINDOW_SECONDS = 60.0
@@ -54,6 +70,13 @@ class Unauthorized(HTTPException):
     def __init__(self, detail: str, error: str | None = "invalid_token") -> None:
         challenge = "Bearer" if error is None else f'Bearer error="{error}"'
         super().__init__(401, detail=detail, headers={"WWW-Authenticate": challenge})
+
+
+class UnknownKey(Unauthorized):
+    """401 for a token of ours whose key id the view lacks, unless a newer view has it."""
+
+    def __init__(self) -> None:
+        super().__init__("unknown token")
 
 
 @dataclass
@@ -101,9 +124,12 @@ class Authenticator:
         self.open_without_tokens = open_without_tokens
         self._admin_digest = None if admin_secret is None else tokens.digest(admin_secret)
         self._tokens: dict[str, StoredToken] = {}
-        self._loaded_at: float | None = None
-        self._loading: asyncio.Task[None] | None = None
+        self._loaded_at: float | None = None  # when the read of the view began
+        self._loading: asyncio.Task[None] | None = None  # the read in flight, or the last
+        self._loading_started = -math.inf  # when that read began
         self.failures = Failures(limit=max_failures)
+        # Reads of the tokens by READ_REASONS, for /metrics.
+        self.reads: collections.Counter[str] = collections.Counter()
 
     async def principal(self, request: Request, scope: Scope) -> Principal:
         """Who the request acts as, by its Authorization header."""
@@ -126,7 +152,11 @@ class Authenticator:
             )
         await self._fresh(now)
         try:
-            who = self._check(authorization, client)
+            try:
+                who = self._check(authorization, client)
+            except UnknownKey:
+                await self._read_since(now)
+                who = self._check(authorization, client)
         except Unauthorized:
             self.failures.add(client, now)
             raise
@@ -154,8 +184,12 @@ class Authenticator:
         if self._admin_digest is not None and tokens.matches(token, self._admin_digest):
             return Principal(name=ADMIN_TOKEN_NAME, scopes=ALL_SCOPES, client=client)
         parts = tokens.split(token)
-        stored = self._tokens.get(parts[0]) if parts is not None else None
-        if parts is None or stored is None or not tokens.matches(parts[1], stored.secret_hash):
+        if parts is None:
+            raise Unauthorized("unknown token")
+        stored = self._tokens.get(parts[0])
+        if stored is None:
+            raise UnknownKey
+        if not tokens.matches(parts[1], stored.secret_hash):
             raise Unauthorized("unknown token")
         if stored.revoked_at is not None:
             raise Unauthorized("the token was revoked")
@@ -174,15 +208,46 @@ class Authenticator:
         age = None if self._loaded_at is None else now - self._loaded_at
         if age is not None and age < REFRESH_SECONDS:
             return
-        if self._loading is None or self._loading.done():
-            self._loading = asyncio.ensure_future(self._load(now))
-            self._loading.add_done_callback(_log_failure)
+        loading = self._loading
+        if loading is None or loading.done():
+            loading = self._read("refresh")
         if age is not None and age < MAX_AGE_SECONDS:
             return
         try:
-            await asyncio.wait_for(asyncio.shield(self._loading), REFRESH_WAIT_SECONDS)
+            await asyncio.wait_for(asyncio.shield(loading), REFRESH_WAIT_SECONDS)
         except Exception as exc:
             raise TokensUnavailable(error_text(exc)) from exc
+
+    async def _read_since(self, arrived: float) -> None:
+        """Wait for a view read after ``arrived``: see REREAD_SECONDS."""
+        try:
+            await asyncio.wait_for(self._await_read_since(arrived), REFRESH_WAIT_SECONDS)
+        except Exception as exc:
+            raise TokensUnavailable(error_text(exc)) from exc
+
+    async def _await_read_since(self, arrived: float) -> None:
+        while self._loaded_at is None or self._loaded_at < arrived:
+            loading = self._loading
+            if loading is not None and not loading.done():
+                if self._loading_started >= arrived:
+                    await asyncio.shield(loading)  # its failure is this request's 503
+                else:  # it began too early to see the token: the next one, then
+                    await asyncio.wait([loading])
+                continue
+            pause = self._loading_started + REREAD_SECONDS - time.monotonic()
+            if pause > 0:
+                await asyncio.sleep(pause)
+                continue
+            self._read("unknown_key")
+
+    def _read(self, reason: str) -> asyncio.Task[None]:
+        """Start reading the tokens; the caller knows no read is in flight."""
+        started = time.monotonic()
+        self.reads[reason] += 1
+        self._loading_started = started
+        self._loading = asyncio.ensure_future(self._load(started))
+        self._loading.add_done_callback(_log_failure)
+        return self._loading
 
     def invalidate(self) -> None:
         """Reread the tokens before the next check: this process changed them."""
@@ -193,6 +258,20 @@ class Authenticator:
         rows = await store.tokens_list()
         self._tokens = {t.key_id: t for t in rows}
         self._loaded_at = started  # the view is as old as the read's start
+
+    def collect(self) -> Iterator[Metric]:
+        """jobqueue_api_token_reads_total, for prometheus-client (a collector)."""
+        from prometheus_client.core import CounterMetricFamily
+
+        family = CounterMetricFamily(
+            "jobqueue_api_token_reads",
+            "Reads of the API tokens by this process: refresh (its view was old) or "
+            "unknown_key (a request named a key id it lacked).",
+            labels=["reason"],
+        )
+        for reason in READ_REASONS:
+            family.add_metric([reason], self.reads[reason])
+        yield family
 
 
 def _log_failure(loading: asyncio.Task[None]) -> None:

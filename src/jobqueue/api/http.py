@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -12,7 +12,21 @@ from jobqueue.tls import TlsFiles
 
 
 class HttpServer(uvicorn.Server):
-    def __init__(self, app: ASGIApp, *, grace_seconds: float, tls: TlsFiles | None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        grace_seconds: float,
+        tls: TlsFiles | None,
+        trusted_proxies: Sequence[str] | None = None,
+    ) -> None:
+        """``trusted_proxies``: JOBQUEUE_TRUSTED_PROXIES. uvicorn's ProxyHeadersMiddleware
+        takes a request from one of them as its X-Forwarded-Proto and X-Forwarded-For
+        say, outside every other middleware, so the scheme (the dashboard's Secure
+        cookies) and the client address (the audit log, the failure limit) are the
+        forwarded ones everywhere. None: the headers are ignored from every address,
+        not only trusted from loopback as uvicorn would by default (any local process
+        could then claim any client address)."""
         super().__init__(
             uvicorn.Config(
                 app,
@@ -21,6 +35,8 @@ class HttpServer(uvicorn.Server):
                 lifespan="off",
                 ssl_certfile=tls.cert if tls else None,
                 ssl_keyfile=tls.key if tls else None,
+                proxy_headers=bool(trusted_proxies),
+                forwarded_allow_ips=list(trusted_proxies or ()),
             )
         )
 

@@ -11,6 +11,8 @@ import argparse
 import dataclasses
 from datetime import datetime
 
+import asyncpg
+
 from jobqueue import config, token_admin
 from jobqueue.app import JobQueue
 from jobqueue.audit import Actor
@@ -71,7 +73,17 @@ def run_create(args: argparse.Namespace) -> int:
 
     async def create() -> TokenInfo | None:
         store = await jq.store()
-        return await token_admin.create(store, stored, expires_in_seconds=expires, by=Actor.cli())
+        try:
+            return await token_admin.create(
+                store, stored, expires_in_seconds=expires, by=Actor.cli()
+            )
+        except asyncpg.UndefinedTableError:
+            # No schema yet: the first thing a new installation does may be this, as
+            # `serve --host 0.0.0.0` refuses to start (and migrate) without a token.
+            await jq.migrate()
+            return await token_admin.create(
+                store, stored, expires_in_seconds=expires, by=Actor.cli()
+            )
 
     info = with_jobqueue(jq, create)
     if info is None:

@@ -122,6 +122,7 @@ class Queries:
     schema_tables: str
     token_create: str
     token_revoke: str
+    tokens_active_exist: str
     tokens_list: str
     worker_heartbeat: str
     worker_register: str

@@ -774,6 +774,12 @@ class Store:
     async def tokens_list(self) -> list[StoredToken]:
         return [StoredToken.from_record(r) for r in await self.db.fetch(self._q.tokens_list)]
 
+    async def tokens_active_exist(self) -> bool:
+        """Whether an unrevoked, unexpired token exists; raises UndefinedTableError on a
+        schema not migrated yet."""
+        found: bool = await self.db.fetchval(self._q.tokens_active_exist, self.clock.now())
+        return found
+
     async def schema_create(self) -> None:
         await self.db.execute(self._q.schema_create)
 

@@ -1,7 +1,8 @@
 """The dashboard's session: an API token in a cookie, and the CSRF token of each form.
 
 Signing in stores the API token itself in an HttpOnly, SameSite=Strict cookie (Secure
-when the page came over https), so every request is checked against the tokens as the
+when the page came over https, or from a trusted proxy that says so: the scheme is the
+forwarded one, see jobqueue.api.http), so every request is checked against the tokens as the
 API checks a bearer token: a revoked token signs its sessions out within the
 Authenticator's refresh, on every process, with no session table to keep. Scripts
 cannot read the cookie, and no other site's page can send it.
