@@ -34,6 +34,19 @@ def test_the_trace_url_is_a_template_of_the_trace_id() -> None:
     assert config.load(environ={}).trace_url is None
 
 
+def test_claim_any_type_is_off_unless_switched_on_by_flag_or_variable() -> None:
+    from jobqueue.cli import build_parser
+    from jobqueue.cli.common import settings_from
+
+    assert config.load(environ={}).claim_any_type is False
+    assert config.load(environ={"JOBQUEUE_CLAIM_ANY_TYPE": "true"}).claim_any_type is True
+    assert config.load(environ={"JOBQUEUE_CLAIM_ANY_TYPE": "0"}).claim_any_type is False
+    parser = build_parser()
+    assert settings_from(parser.parse_args(["worker"])).claim_any_type is False
+    flagged = parser.parse_args(["worker", "--claim-any-type"])  # a switch, no value
+    assert settings_from(flagged).claim_any_type is True
+
+
 def test_fractional_retry_delay_and_queue_list() -> None:
     s = config.load(environ={"RETRY_DELAY_SECONDS": "0.25", "JOBQUEUE_QUEUES": "a, b"})
     assert (s.retry_delay, s.queues) == (0.25, ("a", "b"))
@@ -50,6 +63,7 @@ def test_fractional_retry_delay_and_queue_list() -> None:
         ("JOBQUEUE_QUEUES", "a b", "JOBQUEUE_QUEUES must be a comma-separated list"),
         ("JOBQUEUE_LOG_FORMAT", "xml", "JOBQUEUE_LOG_FORMAT must be one of console, json"),
         ("JOBQUEUE_TRACING", "yes", "JOBQUEUE_TRACING must be one of auto, on, off, got 'yes'"),
+        ("JOBQUEUE_CLAIM_ANY_TYPE", "maybe", "JOBQUEUE_CLAIM_ANY_TYPE must be true or false"),
         (
             "JOBQUEUE_TRACE_URL",
             "https://t.example/",
@@ -86,6 +100,8 @@ def test_the_docs_document_every_setting_with_its_flag_default_and_meaning() -> 
             if f.default is None
             else ",".join(f.default)
             if isinstance(f.default, tuple)
+            else str(f.default).lower()
+            if isinstance(f.default, bool)
             else (f"{f.default:.15g}" if isinstance(f.default, float) else str(f.default))
         )
         assert default.strip("`") == shown, (env, default, shown)

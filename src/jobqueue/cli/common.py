@@ -35,11 +35,21 @@ def add_setting_flags(cmd: argparse.ArgumentParser, only: Sequence[str] | None) 
     group = cmd.add_argument_group("settings (each also an environment variable)")
     for f in config.env_settings():
         if only is None or f.name in only:
+            text = f"{f.metadata['doc']} Default: {f.default!r}.".replace("%", "%%")
+            if f.metadata["parse"] is config.boolean:  # a switch: given, it is on
+                group.add_argument(
+                    config.flag_name(f),
+                    dest=f"setting_{f.name}",
+                    action="store_const",
+                    const="true",
+                    help=f"{text} The same as {f.metadata['env']}=true.",
+                )
+                continue
             group.add_argument(
                 config.flag_name(f),
                 dest=f"setting_{f.name}",
                 metavar=f.metadata["env"],
-                help=f"{f.metadata['doc']} Default: {f.default!r}.".replace("%", "%%"),
+                help=text,
             )
 
 

@@ -110,6 +110,7 @@ class Queries:
     queue_minutes_read: str
     queue_minutes_waits: str
     queue_pause: str
+    queue_unhandled: str
     queue_resume: str
     queues_overview: str
     release: str
@@ -129,6 +130,7 @@ class Queries:
     workers_alive: str
     workers_list: str
     workers_prune: str
+    workers_types: str
     workflow_adopt: str
     workflow_cancel: str
     workflow_create: str
