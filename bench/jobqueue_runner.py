@@ -204,7 +204,7 @@ class JobqueueAdapter(harness.Adapter):
 
         if TYPES is not None and TYPES.isdigit():  # tasks of types that no job has
             for n in range(int(TYPES) - len(jq.tasks)):
-                jq.task(f"bench_unused_{n}")(bench)
+                jq.task(f"bench_unused_{n}")(unused)
 
         metrics = observability.start_metrics(settings, jq.tasks, http=True) if METRICS else None
         worker = Worker(await jq.pool(), jq.direct_dsn, settings, jq.tasks)
@@ -221,6 +221,10 @@ class JobqueueAdapter(harness.Adapter):
                           if s.name == "jobqueue_jobs_finished_total")  # fmt: skip
             harness.log(f"metrics on: {counted:g} attempts counted")
         await jq.close()
+
+
+async def unused(payload: dict[str, Any]) -> None:
+    """The handler of drain_50types' tasks that no job has."""
 
 
 async def raw_copy(dsn: str, n: int, batch: int) -> dict[str, Any]:
