@@ -465,10 +465,12 @@ class ProcessMetrics:
                 m.jobs.labels(gone, state).set(0)
             m.oldest_pending.labels(gone).set(0)
         self._queues_exported = {q.name for q in queues}
-        unhandled = await leading.queue_unhandled(within_seconds=self.settings.lease_seconds)
-        for queue, type_, count in unhandled:
+        unhandled = capped_types(
+            await leading.queue_unhandled(within_seconds=self.settings.lease_seconds)
+        )
+        for (queue, type_), count in unhandled.items():
             m.unhandled.labels(queue, type_).set(count)
-        pairs = {(queue, type_) for queue, type_, _ in unhandled}
+        pairs = set(unhandled)
         for queue, type_ in self._unhandled_exported - pairs:  # a file's value outlives remove
             m.unhandled.labels(queue, type_).set(0)
         self._unhandled_exported = pairs
@@ -589,6 +591,29 @@ class ChildrenMetrics:
         with contextlib.suppress(Exception):
             self._server.shutdown()
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+# The most types of one queue that jobqueue_jobs_unhandled names; the others are summed
+# as "other". Its types come from stored jobs, which `jobqueue api` accepts of any type:
+# without a cap, a client could make a series per type it invents.
+UNHANDLED_TYPES_NAMED = 20
+
+
+def capped_types(rows: Sequence[tuple[str, str, int]]) -> dict[tuple[str, str], int]:
+    """(queue, type) -> jobs, with at most UNHANDLED_TYPES_NAMED types of each queue by
+    name (those with the most jobs), the rest as ``other``."""
+    by_queue: dict[str, list[tuple[int, str]]] = {}
+    for queue, type_, count in rows:
+        by_queue.setdefault(queue, []).append((count, type_))
+    capped: dict[tuple[str, str], int] = {}
+    for queue, counts in by_queue.items():
+        counts.sort(key=lambda c: (-c[0], c[1]))
+        for count, type_ in counts[:UNHANDLED_TYPES_NAMED]:
+            capped[queue, type_] = count
+        rest = sum(count for count, _ in counts[UNHANDLED_TYPES_NAMED:])
+        if rest:
+            capped[queue, OTHER] = capped.get((queue, OTHER), 0) + rest
+    return capped
 
 
 def limit_gauges(info: LimitsInfo) -> dict[str, tuple[int | None, int, int]]:
