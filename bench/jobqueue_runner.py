@@ -18,6 +18,11 @@ carries it to the worker processes.
 one workflow (bench/workflows.py); JQBENCH_WORKFLOW carries the shape to `fill`.
 `workflow_release` times the completions that release children (bench/workflows.py).
 
+`drain_50types` and `drain_any_type` are `drain` with the claim's type filter at its
+widest and with none: the worker has 50 tasks (`bench`, `bench_result` and 48 that no
+job uses; `drain`'s has the first two), or claims every type (`claim_any_type`, no
+filter in the claim). JQBENCH_TYPES carries it to the worker processes.
+
 `sql_floor` is the claim-and-complete loop alone: `--n` pending jobs in jobqueue's own
 table, claimed `--batch` at a time (the worker's claim batch) with claim.sql and
 completed with complete.sql, both prepared, one after the other on one connection with
@@ -74,6 +79,7 @@ POOLER = os.environ.get("JQBENCH_POOLER_DSN") if os.environ.get("JQBENCH_PGBOUNC
 METRICS = os.environ.get("JQBENCH_METRICS") == "1"
 MIXED_QUEUES = ("default", "mail=400", "reports=200", "bulk")
 WORKFLOW = os.environ.get("JQBENCH_WORKFLOW")
+TYPES = os.environ.get("JQBENCH_TYPES")  # "50": that many tasks; "any": every type claimed
 
 
 class JobqueueAdapter(harness.Adapter):
@@ -183,6 +189,7 @@ class JobqueueAdapter(harness.Adapter):
             self.settings,
             worker_count=concurrency or self.default_concurrency,
             queues=MIXED_QUEUES if MIXED else self.settings.queues,
+            claim_any_type=TYPES == "any",
         )
         jq = JobQueue(settings=settings)
 
@@ -194,6 +201,10 @@ class JobqueueAdapter(harness.Adapter):
         async def bench_result(payload: dict[str, Any]) -> dict[str, Any]:
             on_job(payload.get("seq"))
             return {"seq": payload.get("seq"), "ok": True}
+
+        if TYPES is not None and TYPES.isdigit():  # tasks of types that no job has
+            for n in range(int(TYPES) - len(jq.tasks)):
+                jq.task(f"bench_unused_{n}")(unused)
 
         metrics = observability.start_metrics(settings, jq.tasks, http=True) if METRICS else None
         worker = Worker(await jq.pool(), jq.direct_dsn, settings, jq.tasks)
@@ -210,6 +221,10 @@ class JobqueueAdapter(harness.Adapter):
                           if s.name == "jobqueue_jobs_finished_total")  # fmt: skip
             harness.log(f"metrics on: {counted:g} attempts counted")
         await jq.close()
+
+
+async def unused(payload: dict[str, Any]) -> None:
+    """The handler of drain_50types' tasks that no job has."""
 
 
 async def raw_copy(dsn: str, n: int, batch: int) -> dict[str, Any]:
@@ -276,7 +291,7 @@ async def sql_floor(dsn: str, n: int, batch: int) -> dict[str, Any]:
         q = queries(SCHEMA)
         claim, complete = await conn.prepare(q.claim), await conn.prepare(q.complete)
         started = time.monotonic()
-        while rows := await claim.fetch("default", batch, "floor", 30.0, *[None] * 4):
+        while rows := await claim.fetch("default", batch, "floor", 30.0, *[None] * 5):
             held = "{" + ",".join(f'"{r[0]}":{r[10]}' for r in rows) + "}"
             await complete.fetch([r[0] for r in rows], held, "floor", "completed", *[None] * 3)
         seconds = time.monotonic() - started
@@ -452,6 +467,10 @@ if __name__ == "__main__":
         sys.exit(0)
     if sys.argv[1] in ("drain_workflow_fanout", "drain_workflow_chain"):
         WORKFLOW = sys.argv[1].removeprefix("drain_workflow_")
+        sys.argv[1] = "drain"
+    if sys.argv[1] in ("drain_50types", "drain_any_type"):
+        os.environ["JQBENCH_TYPES"] = "50" if sys.argv[1] == "drain_50types" else "any"
+        TYPES = os.environ["JQBENCH_TYPES"]
         sys.argv[1] = "drain"
     if sys.argv[1:2] == ["drain_mixed"]:
         os.environ["JQBENCH_MIXED"] = "1"

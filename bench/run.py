@@ -11,6 +11,7 @@ JSON. It is not a test: nothing here asserts a time.
     jobqueue bench --only pressure --runs 1          # a held xmin at 200 jobs/s, ~4 minutes
     jobqueue bench --only limits                     # what shared limits cost (bench/limits.py)
     jobqueue bench --only drain_1proc,workflow_fanout,workflow_chain,workflow_release
+    jobqueue bench --only drain_1proc,drain_50types,drain_any_type   # the claim's type filter
 """
 
 from __future__ import annotations
@@ -93,6 +94,12 @@ def workloads(scale: float) -> list[Workload]:
                  "jobs/s"),
         Workload("drain_mixed", "drain_mixed", ("--n", n(50_000), "--processes", "1"), "rate",
                  "jobs/s", jobqueue_only=True),
+        # drain_1proc (a claim of 2 types) with the worker's claim of 50 types, and of
+        # every type (no type filter), run right after it in every round.
+        Workload("drain_50types", "drain_50types", ("--n", n(50_000), "--processes", "1"),
+                 "rate", "jobs/s", jobqueue_only=True, named_only=True),
+        Workload("drain_any_type", "drain_any_type", ("--n", n(50_000), "--processes", "1"),
+                 "rate", "jobs/s", jobqueue_only=True, named_only=True),
         Workload("latency", "latency", ("--n", "200", "--interval-ms", "20"), "p50_ms", "ms"),
         # enqueue -> handler -> its result seen by jq.wait, 200 jobs 20 ms apart.
         Workload("result_roundtrip", "result_roundtrip", ("--n", "200", "--interval-ms", "20"),
@@ -275,6 +282,8 @@ ROUND_RATIOS = (
     ("enqueue_single_raw_ratio", "enqueue_single", "raw_insert"),
     ("enqueue_bulk_copy_ratio", "enqueue_bulk", "raw_copy"),
     ("drain_1proc_metrics_ratio", "drain_1proc_metrics", "drain_1proc"),
+    ("drain_50types_ratio", "drain_50types", "drain_1proc"),
+    ("drain_any_type_ratio", "drain_any_type", "drain_1proc"),
     ("drain_1proc_1M_history_ratio", "drain_1proc_1M_history", "drain_1proc"),
     ("drain_1proc_pgbouncer_ratio", "drain_1proc_pgbouncer", "drain_1proc"),
     ("enqueue_concurrent_pgbouncer_ratio", "enqueue_concurrent_pgbouncer", "enqueue_concurrent"),

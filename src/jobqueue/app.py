@@ -211,7 +211,11 @@ class JobQueue:
 
     @contextlib.asynccontextmanager
     async def worker(
-        self, *, queues: Iterable[str] | None = None, concurrency: int | None = None
+        self,
+        *,
+        queues: Iterable[str] | None = None,
+        concurrency: int | None = None,
+        claim_any_type: bool | None = None,
     ) -> AsyncIterator[Worker]:
         """Run a worker in this event loop while the block runs, as ``jobqueue worker``
         does in a process of its own: the same settings (``jq.settings``), the schema
@@ -222,10 +226,15 @@ class JobQueue:
                 ...  # jobs run meanwhile
 
         ``queues``: the queues it serves besides its tasks' (``mail=10`` caps one), as
-        JOBQUEUE_QUEUES; ``concurrency``: jobs at once, as WORKER_COUNT. A bad value
+        JOBQUEUE_QUEUES; ``concurrency``: jobs at once, as WORKER_COUNT;
+        ``claim_any_type``: claim jobs of every type, failing those this JobQueue has no
+        task for, as JOBQUEUE_CLAIM_ANY_TYPE (by default it claims only its tasks' types,
+        and leaves the others pending for the workers that have them). A bad value
         raises ConfigError (a ValueError) naming it.
         """
-        settings = worker_settings(self.settings, queues=queues, concurrency=concurrency)
+        settings = worker_settings(
+            self.settings, queues=queues, concurrency=concurrency, claim_any_type=claim_any_type
+        )
         async with contextlib.AsyncExitStack() as stack:
             with unavailable_raised():  # starting it; the block's own errors stay its
                 if settings.migrate:
@@ -559,10 +568,11 @@ class JobQueue:
         """Every queue with jobs or controls, by name."""
         store = await self.store()
         limits = await store.queue_limits_overview()
-        return [
+        queues = [
             dataclasses.replace(q, limits=limits[q.name]) if q.name in limits else q
             for q in await store.queues_overview()
         ]
+        return await control.with_unhandled(store, queues, self.settings.lease_seconds)
 
     @raises_unavailable
     async def queue(self, name: str) -> QueueInfo:
@@ -572,7 +582,9 @@ class JobQueue:
         found = await store.queues_overview(name=name)
         queue = found[0] if found else QueueInfo(name, 0, 0, 0, 0, 0, False, None, None)
         limits = await store.queue_limits_overview(name=name)
-        return dataclasses.replace(queue, limits=limits[name]) if name in limits else queue
+        queue = dataclasses.replace(queue, limits=limits[name]) if name in limits else queue
+        [queue] = await control.with_unhandled(store, [queue], self.settings.lease_seconds)
+        return queue
 
     @raises_unavailable
     async def pause(self, name: str, *, by: Actor | None = None) -> QueueInfo:

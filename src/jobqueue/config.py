@@ -147,6 +147,17 @@ def queue_limits(entries: Sequence[str]) -> dict[str, int | None]:
     return limits
 
 
+def boolean(name: str, raw: str) -> bool:
+    """``true``/``false`` (also ``1``/``0``, ``yes``/``no``, ``on``/``off``); a flag of
+    such a setting takes no value."""
+    value = raw.strip().lower()
+    if value in ("true", "1", "yes", "on"):
+        return True
+    if value in ("false", "0", "no", "off", ""):
+        return False
+    raise ConfigError(f"{name} must be true or false, got {raw!r}")
+
+
 def text(name: str, raw: str) -> str:
     if not raw.strip():
         raise ConfigError(f"{name} must not be empty")
@@ -489,6 +500,17 @@ class Settings:
         "named by the loaded tasks; `mail=10` also caps that queue at 10 jobs at once "
         "(within WORKER_COUNT), so a slow queue cannot take every slot. `--queue mail=10` "
         "(repeatable) is the same as a flag.",
+    )
+    claim_any_type: bool = setting(
+        "JOBQUEUE_CLAIM_ANY_TYPE",
+        boolean,
+        False,
+        "Workers claim jobs of every type of their queues, and fail the attempts of those "
+        "they have no handler for (`no handler for type ...`). Off: a worker claims only "
+        "the types it has handlers for, and leaves the others pending for a worker that "
+        "has them; a job no live worker handles waits, counted by GET /queues as "
+        "`unhandled`. On, only for a fleet where every worker of a queue runs every type "
+        "of it: a worker that lacks a type burns that type's attempts.",
     )
     app: str | None = setting(
         "JOBQUEUE_APP",

@@ -6,6 +6,7 @@ transaction (jobqueue.audit), refusals included."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sized
 from datetime import datetime
@@ -14,7 +15,15 @@ from typing import Any, TypeVar
 from jobqueue import audit
 from jobqueue.audit import Action, Actor
 from jobqueue.db.store import Store
-from jobqueue.job import FINAL_STATES, RETRYABLE_STATES, Job, JobNotFound, JobStateError, JobStatus
+from jobqueue.job import (
+    FINAL_STATES,
+    RETRYABLE_STATES,
+    Job,
+    JobNotFound,
+    JobStateError,
+    JobStatus,
+    QueueInfo,
+)
 from jobqueue.observability import lifecycle
 
 B = TypeVar("B", bound=Sized)
@@ -146,6 +155,21 @@ async def cancel_many(
             if job.status == "cancelled":
                 lifecycle.cancelled_pending(job.id)
     return counts
+
+
+async def with_unhandled(
+    store: Store, queues: list[QueueInfo], live_seconds: float
+) -> list[QueueInfo]:
+    """``queues`` with their pending jobs that wait for a handler: of a type that no
+    worker serving the queue, heartbeating within ``live_seconds``, would claim
+    (queue_unhandled.sql)."""
+    unhandled: dict[str, int] = {}
+    for queue, _type, count in await store.queue_unhandled(within_seconds=live_seconds):
+        unhandled[queue] = unhandled.get(queue, 0) + count
+    return [
+        dataclasses.replace(q, unhandled=unhandled[q.name]) if q.name in unhandled else q
+        for q in queues
+    ]
 
 
 async def pause(store: Store, name: str, *, by: Actor | None = None) -> None:

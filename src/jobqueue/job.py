@@ -185,6 +185,8 @@ class WorkerInfo:
                     "running": 3,
                     "started_at": "2026-11-29T10:00:00Z",
                     "heartbeat_at": "2026-11-29T10:05:00Z",
+                    "types": ["send_email", "report"],
+                    "any_type": False,
                 }
             ]
         }
@@ -198,6 +200,12 @@ class WorkerInfo:
     running: int
     started_at: datetime
     heartbeat_at: datetime
+    types: list[str] | None = None
+    """The job types it has handlers for; None for a worker of a version that did not
+    say."""
+    any_type: bool = True
+    """Whether it claims jobs of every type (``--claim-any-type``), failing those it has
+    no handler for; otherwise only those of ``types``."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -257,6 +265,7 @@ class QueueInfo:
                     "paused": False,
                     "paused_at": None,
                     "oldest_pending_seconds": 4.2,
+                    "unhandled": 0,
                 }
             ]
         }
@@ -275,3 +284,6 @@ class QueueInfo:
     limits: LimitsInfo | None = None
     """Its limits shared by every worker, their use and the jobs they hold back; None
     when it has none (docs/limits.md)."""
+    unhandled: int = 0
+    """Pending jobs that wait for a handler: of a type that no live worker serving the
+    queue has a handler for (or with no live worker serving it at all)."""

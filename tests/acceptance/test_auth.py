@@ -325,11 +325,13 @@ async def test_payloads_results_and_logs_need_payloads_read(
         # Of the workers, it sees those serving its queue, and of each only that queue.
         store = Store(db, schema)
         await store.worker_register(
-            worker_id="w-mail", host="h1", pid=1, queues=["default", "mail"], slots=5
-        )
+            worker_id="w-mail", host="h1", pid=1, queues=["default", "mail"], slots=5,
+            types=["x"], any_type=False,
+        )  # fmt: skip
         await store.worker_register(
-            worker_id="w-billing", host="h2", pid=2, queues=["billing"], slots=5
-        )
+            worker_id="w-billing", host="h2", pid=2, queues=["billing"], slots=5,
+            types=["x"], any_type=False,
+        )  # fmt: skip
         seen = [(w["id"], w["queues"]) for w in await get("/workers", mailer)]
         assert seen == [("w-mail", ["mail"])]
         assert len(await get("/workers", full)) == 2

@@ -39,13 +39,18 @@ async def drop_schema(dsn: str, schema: str) -> None:
 
 
 def test_enqueue_then_get_and_list(env: dict[str, str]) -> None:
-    out = jobqueue(env, "enqueue", "send_email", '{"to": "a@example.com"}', "--queue", "mail")
+    # No worker runs: --force stores jobs that no live worker has announced a handler for.
+    out = jobqueue(
+        env, "enqueue", "send_email", '{"to": "a@example.com"}', "--queue", "mail", "--force"
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("enqueued job ")
     assert out.stdout.endswith(" (send_email) in queue mail: pending\n")
     job_id = out.stdout.split()[2]
 
-    as_json = json.loads(jobqueue(env, "enqueue", "noop", "--json", "--priority", "3").stdout)
+    as_json = json.loads(
+        jobqueue(env, "enqueue", "noop", "--json", "--priority", "3", "--force").stdout
+    )
     assert (as_json["type"], as_json["priority"], as_json["status"]) == ("noop", 3, "pending")
 
     shown = jobqueue(env, "jobs", "get", job_id)
@@ -121,7 +126,7 @@ def test_jobs_get_wait_shows_the_outcome_result_and_progress(
     env: dict[str, str], spawn: Spawn
 ) -> None:
     env.update(JOBQUEUE_APP="jobqueue.demo:jq")
-    job_id = jobqueue(env, "enqueue", "sleep", '{"seconds": 0.5}', "--json")
+    job_id = jobqueue(env, "enqueue", "sleep", '{"seconds": 0.5}', "--json", "--force")
     sleeper = str(json.loads(job_id.stdout)["id"])
     pending = jobqueue(env, "jobs", "get", sleeper, "--wait", "0.2")  # no worker yet
     assert pending.returncode == 0
@@ -222,7 +227,8 @@ def test_the_queue_flag_sets_limits(spawn: Spawn, env: dict[str, str]) -> None:
 
 
 def test_unique_enqueue_from_the_cli(env: dict[str, str]) -> None:
-    first = json.loads(jobqueue(env, "enqueue", "x", "--unique-key", "k", "--json").stdout)
-    second = json.loads(jobqueue(env, "enqueue", "x", "--unique-key", "k", "--json").stdout)
+    unique = ("enqueue", "x", "--unique-key", "k", "--json", "--force")
+    first = json.loads(jobqueue(env, *unique).stdout)
+    second = json.loads(jobqueue(env, *unique).stdout)
     assert first["id"] == second["id"]
     assert first["unique_key"] == "k"

@@ -84,6 +84,21 @@ def row(page: Page, queue: str, state: str) -> str:
     return page.locator(f'tr[data-queue="{queue}"] td[data-state="{state}"]').inner_text()
 
 
+def test_the_queue_list_shows_the_jobs_waiting_for_a_handler(
+    env: dict[str, str], spawn: Spawn, browser: Browser, tmp_path: Path
+) -> None:
+    base = serve(env, spawn)
+    for _ in range(2):  # a type no worker has a handler for: it waits, and says so
+        forced = jobqueue(env, "enqueue", "typo_task", "{}", "--force")
+        assert forced.returncode == 0, forced.stderr
+    page = new_page(browser)
+    page.goto(f"{base}/ui/")
+    waiting = page.locator('tr[data-queue="default"] [data-unhandled]')
+    expect(waiting).to_have_text("2 waiting for a handler")
+    assert row(page, "default", "pending") == "2"
+    shot(page, tmp_path, "dashboard-unhandled", for_docs=False)
+
+
 def test_overview_counts_and_a_job_enqueued_over_http_turning_completed_live(
     env: dict[str, str], spawn: Spawn, browser: Browser, tmp_path: Path
 ) -> None:

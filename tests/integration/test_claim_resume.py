@@ -138,7 +138,7 @@ async def _buffers_read_by_claim(db: asyncpg.Connection, schema: str, at: ClaimK
     try:
         plan = await db.fetchval(
             "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + queries(schema).claim,
-            "default", 1, "w", 60.0, None, *(at or (None, None, None)),
+            "default", 1, "w", 60.0, None, *(at or (None, None, None)), None,
         )  # fmt: skip
     finally:
         await transaction.rollback()

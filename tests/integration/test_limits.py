@@ -140,7 +140,7 @@ async def test_a_keyed_claim_steps_from_key_to_key_on_the_indexes(
             await db.execute(f"""UPDATE "{schema}".queues SET key_cursor = 't500'""")
             plan = await db.fetchval(
                 "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + queries(schema).claim_limited,
-                queue, 10, "w", 60.0, None,
+                queue, 10, "w", 60.0, None, None,
             )  # fmt: skip
         finally:
             await transaction.rollback()

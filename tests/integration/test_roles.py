@@ -118,7 +118,7 @@ async def test_the_worker_and_api_roles_see_every_job(
 
 # The worker's statements that scan jobs by an index, with their arguments.
 SCANS = {
-    "claim": ("default", 10, "w", 30.0, None, None, None, None),
+    "claim": ("default", 10, "w", 30.0, None, None, None, None, ["noop"]),
     "rescue": (100, None),
     "retention_delete": (["completed"], 3600.0, 500, None),
     "priority_age": (300.0, 100, None),

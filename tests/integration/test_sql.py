@@ -63,7 +63,7 @@ async def test_claim_reads_the_pending_index_not_finished_jobs(
 ) -> None:
     await add_finished_jobs(db, schema, 20000)
     await db.execute(f'ANALYZE "{schema}".jobs')
-    rows = await db.fetch("EXPLAIN " + queries(schema).claim, "default", 10, "w", 30.0, *[None] * 4)
+    rows = await db.fetch("EXPLAIN " + queries(schema).claim, "default", 10, "w", 30.0, *[None] * 5)
     plan = "\n".join(r[0] for r in rows)
     assert "jobs_claim_idx" in plan, plan
     assert "Seq Scan" not in plan, plan
@@ -161,11 +161,11 @@ async def test_plans_made_on_a_tiny_table_stay_index_lookups_as_it_grows(
     await db.execute(f'VACUUM ANALYZE "{schema}".jobs')  # a table known to be tiny
     await db.execute(f"SET enable_seqscan = {seqscan}")
     await db.execute("SET plan_cache_mode = force_generic_plan")  # the worst case
-    claim = "text, integer, text, float8, timestamptz, integer, timestamptz, bigint"
+    claim = "text, integer, text, float8, timestamptz, integer, timestamptz, bigint, text[]"
     await db.execute(f"PREPARE claim_test({claim}) AS {q.claim}")
     complete = "bigint[], jsonb, text, text, text, jsonb, timestamptz"
     await db.execute(f"PREPARE complete_test({complete}) AS {q.complete}")
-    claim_args = "'default', {}, 'w', 30, NULL, NULL, NULL, NULL"
+    claim_args = "'default', {}, 'w', 30, NULL, NULL, NULL, NULL, NULL"
     complete_args = "ARRAY[{}]::bigint[], '{{}}', 'w', 'completed', NULL, NULL, NULL"
     for _ in range(6):
         await db.execute(f"EXECUTE claim_test({claim_args.format(1)})")
@@ -192,3 +192,67 @@ async def test_pooled_sessions_take_no_sequential_scan(jq: JobQueue) -> None:
     async with pool.acquire() as conn:
         assert await conn.fetchval("SHOW enable_seqscan") == "off"
         assert await conn.fetchval("SHOW plan_cache_mode") == "auto"
+
+
+@pytest.mark.parametrize("handled", [1, 50])
+async def test_a_typed_claim_passes_over_other_types_on_the_claim_index(
+    db: asyncpg.Connection, schema: str, handled: int
+) -> None:
+    """A worker's claim takes only its handlers' types (1 or 50 of them), with a generic
+    plan, behind a history of finished jobs and a backlog of another type ahead of its
+    own: an index scan of the claim index, the type read from each row it points to,
+    never a scan of the table."""
+    await add_finished_jobs(db, schema, 20000)
+    await db.execute(
+        f"""INSERT INTO "{schema}".jobs (type) SELECT 'theirs' FROM generate_series(1, 5000)"""
+    )
+    await add_pending_jobs(db, schema, 1000)  # noop, behind them
+    await db.execute(f'ANALYZE "{schema}".jobs')
+    types = ["noop", *(f"type_{n}" for n in range(handled - 1))]
+    await db.execute("SET plan_cache_mode = force_generic_plan")
+    claim = "text, integer, text, float8, timestamptz, integer, timestamptz, bigint, text[]"
+    await db.execute(f"PREPARE typed_claim({claim}) AS {queries(schema).claim}")
+    transaction = db.transaction()
+    await transaction.start()
+    try:
+        array = "ARRAY[" + ",".join(f"'{t}'" for t in types) + "]"  # EXECUTE takes no $n
+        plan = "\n".join(
+            r[0]
+            for r in await db.fetch(
+                "EXPLAIN (ANALYZE, COSTS OFF) EXECUTE typed_claim"
+                f"('default', 10, 'w', 30, NULL, NULL, NULL, NULL, {array})"
+            )
+        )
+        claimed = await db.fetch(f"""SELECT type FROM "{schema}".jobs WHERE status = 'running'""")
+    finally:
+        await transaction.rollback()
+    assert "Index Scan using jobs_claim_idx" in plan, plan
+    assert "Seq Scan" not in plan, plan
+    assert "Sort" not in plan, plan  # the index's order: no backlog read whole and sorted
+    assert [r["type"] for r in claimed] == ["noop"] * 10
+
+
+async def test_the_count_of_jobs_waiting_for_a_handler_reads_no_backlog(
+    db: asyncpg.Connection, schema: str
+) -> None:
+    """queue_unhandled.sql steps from one (queue, type) pair of pending jobs to the next
+    on jobs_pending_type_idx and counts only the pairs no worker handles."""
+    await add_finished_jobs(db, schema, 20000)
+    await add_pending_jobs(db, schema, 5000)  # noop: handled below
+    await db.execute(
+        f"""INSERT INTO "{schema}".jobs (type) SELECT 'typo' FROM generate_series(1, 3)"""
+    )
+    await db.execute(
+        f"""INSERT INTO "{schema}".workers (id, host, pid, queues, slots, types, any_type)
+            VALUES ('w', 'h', 1, '{{default}}', 5, '{{noop}}', false)"""
+    )
+    await db.execute(f'ANALYZE "{schema}".jobs')
+    q = queries(schema).queue_unhandled
+    rows = await db.fetch("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + q, 30.0, None)
+    top = json.loads(rows[0][0])[0]["Plan"]
+    assert [tuple(r) for r in await db.fetch(q, 30.0, None)] == [("default", "typo", 3)]
+    text = "\n".join(r[0] for r in await db.fetch("EXPLAIN (COSTS OFF) " + q, 30.0, None))
+    assert "Seq Scan on jobs" not in text, text
+    assert "jobs_pending_type_idx" in text, text
+    # A few index pages, not the 5,000 handled jobs nor the 20,000 finished ones.
+    assert int(top["Shared Hit Blocks"]) + int(top["Shared Read Blocks"]) < 50, top

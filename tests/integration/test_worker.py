@@ -121,16 +121,6 @@ async def test_job_max_attempts_overrides_task_and_default(
     assert (done.status, done.attempts, done.max_attempts) == (JobStatus.FAILED, 5, 5)
 
 
-async def test_job_without_handler_fails_with_a_clear_error(
-    jq: JobQueue, start_worker: StartWorker
-) -> None:
-    job = await jq.enqueue("nobody_handles_this", max_attempts=1)
-    await start_worker()
-    done = await jq.wait(job.id, timeout=15)
-    assert done.status == JobStatus.FAILED
-    assert done.last_error == "no handler for type nobody_handles_this"
-
-
 async def test_scheduled_job_is_not_claimed_early(jq: JobQueue, start_worker: StartWorker) -> None:
     @jq.task("later")
     async def later(payload: dict[str, Any]) -> None:

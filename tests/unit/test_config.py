@@ -42,6 +42,19 @@ def test_the_trusted_proxies_are_addresses_and_networks() -> None:
     assert config.load(environ={}).trusted_proxies is None
 
 
+def test_claim_any_type_is_off_unless_switched_on_by_flag_or_variable() -> None:
+    from jobqueue.cli import build_parser
+    from jobqueue.cli.common import settings_from
+
+    assert config.load(environ={}).claim_any_type is False
+    assert config.load(environ={"JOBQUEUE_CLAIM_ANY_TYPE": "true"}).claim_any_type is True
+    assert config.load(environ={"JOBQUEUE_CLAIM_ANY_TYPE": "0"}).claim_any_type is False
+    parser = build_parser()
+    assert settings_from(parser.parse_args(["worker"])).claim_any_type is False
+    flagged = parser.parse_args(["worker", "--claim-any-type"])  # a switch, no value
+    assert settings_from(flagged).claim_any_type is True
+
+
 def test_fractional_retry_delay_and_queue_list() -> None:
     s = config.load(environ={"RETRY_DELAY_SECONDS": "0.25", "JOBQUEUE_QUEUES": "a, b"})
     assert (s.retry_delay, s.queues) == (0.25, ("a", "b"))
@@ -58,6 +71,7 @@ def test_fractional_retry_delay_and_queue_list() -> None:
         ("JOBQUEUE_QUEUES", "a b", "JOBQUEUE_QUEUES must be a comma-separated list"),
         ("JOBQUEUE_LOG_FORMAT", "xml", "JOBQUEUE_LOG_FORMAT must be one of console, json"),
         ("JOBQUEUE_TRACING", "yes", "JOBQUEUE_TRACING must be one of auto, on, off, got 'yes'"),
+        ("JOBQUEUE_CLAIM_ANY_TYPE", "maybe", "JOBQUEUE_CLAIM_ANY_TYPE must be true or false"),
         (
             "JOBQUEUE_TRUSTED_PROXIES",
             "10.0.0.5,proxy.local",

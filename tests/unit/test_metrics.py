@@ -110,3 +110,18 @@ def test_a_wait_the_clocks_make_negative_counts_as_zero() -> None:
     assert samples(registry, "jobqueue_job_wait_seconds_sum") == {key: 0.0}
     buckets = samples(registry, "jobqueue_job_wait_seconds_bucket")
     assert buckets[(("le", "0.005"), *key)] == 1
+
+
+def test_jobs_waiting_for_a_handler_name_at_most_twenty_types_of_a_queue() -> None:
+    """Their types are whatever was stored: past 20 of one queue, the fewest are summed
+    as "other", so that no client can make a series per type it invents."""
+    from jobqueue.observability.metrics import capped_types
+
+    rows = [("default", f"t{n:02}", n + 1) for n in range(25)] + [("mail", "x", 4)]
+    capped = capped_types(rows)
+    assert capped[("default", "other")] == 1 + 2 + 3 + 4 + 5  # t00..t04, the fewest jobs
+    assert capped[("default", "t24")] == 25
+    assert ("default", "t04") not in capped
+    assert capped[("mail", "x")] == 4
+    assert len(capped) == 20 + 1 + 1
+    assert sum(capped.values()) == sum(count for _, _, count in rows)

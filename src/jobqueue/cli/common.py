@@ -43,11 +43,23 @@ def add_setting_flags(
     for f in config.env_settings():
         if only is None or f.name in only:
             text = f"{f.metadata['doc']} Default: {f.default!r}.".replace("%", "%%")
+            visible = shown is None or f.name in shown
+            if f.metadata["parse"] is config.boolean:  # a switch: given, it is on
+                group.add_argument(
+                    config.flag_name(f),
+                    dest=f"setting_{f.name}",
+                    action="store_const",
+                    const="true",
+                    help=f"{text} The same as {f.metadata['env']}=true."
+                    if visible
+                    else argparse.SUPPRESS,
+                )
+                continue
             group.add_argument(
                 config.flag_name(f),
                 dest=f"setting_{f.name}",
                 metavar=f.metadata["env"],
-                help=text if shown is None or f.name in shown else argparse.SUPPRESS,
+                help=text if visible else argparse.SUPPRESS,
             )
 
 

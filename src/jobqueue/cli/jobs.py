@@ -9,6 +9,8 @@ import sys
 from collections.abc import Iterable
 from datetime import datetime
 
+from jobqueue import fields
+from jobqueue.app import JobQueue
 from jobqueue.audit import Actor
 from jobqueue.cli.common import (
     Commands,
@@ -27,6 +29,7 @@ from jobqueue.cli.output import (
     print_table,
 )
 from jobqueue.job import FINAL_STATES, Attempt, Job, JobNotFound, JobStatus
+from jobqueue.task import job_options
 
 # How often ``jobs logs --follow`` looks for new lines (a worker writes them at most
 # once per JOBQUEUE_PROGRESS_INTERVAL); the job's end wakes it at once.
@@ -44,6 +47,11 @@ def add_enqueue_command(commands: Commands) -> None:
     cmd.add_argument("--delay", type=float, help="seconds from now")
     cmd.add_argument("--unique-key", help="store nothing while a job with this key is active")
     cmd.add_argument("--unique-for", type=float, help="seconds the key holds after completion")
+    cmd.add_argument(
+        "--force",
+        action="store_true",
+        help="store the job even if no live worker of its queue has a handler for its type",
+    )
     add_output_flags(cmd)
     cmd.set_defaults(run=run_enqueue)
 
@@ -121,20 +129,36 @@ def run_enqueue(args: argparse.Namespace) -> int:
             raise UsageError(f"--run-at must be an ISO 8601 time, got {args.run_at!r}") from exc
     jq = client(args)
     try:
-        job = with_jobqueue(
-            jq,
-            lambda: jq.enqueue(
-                args.type,
-                payload,
-                queue=args.queue,
-                priority=args.priority,
-                max_attempts=args.max_attempts,
-                run_at=run_at,
-                delay_seconds=args.delay,
-                unique_key=args.unique_key,
-                unique_for=args.unique_for,
-            ),
+        job_type = fields.check_type(args.type)
+        fields.check_options(
+            queue=args.queue,
+            priority=args.priority,
+            max_attempts=args.max_attempts,
+            run_at=run_at,
+            delay_seconds=args.delay,
+            unique_key=args.unique_key,
+            unique_for=args.unique_for,
         )
+    except ValueError as exc:  # a rule of jobqueue.fields, naming the field
+        raise UsageError(str(exc)) from exc
+
+    async def enqueue() -> Job:
+        if not args.force:
+            await refuse_unhandled(jq, job_type, job_options(None, jq.settings, args.queue)[0])
+        return await jq.enqueue(
+            job_type,
+            payload,
+            queue=args.queue,
+            priority=args.priority,
+            max_attempts=args.max_attempts,
+            run_at=run_at,
+            delay_seconds=args.delay,
+            unique_key=args.unique_key,
+            unique_for=args.unique_for,
+        )
+
+    try:
+        job = with_jobqueue(jq, enqueue)
     except ValueError as exc:  # a rule of jobqueue.fields, naming the field
         raise UsageError(str(exc)) from exc
     if args.json:
@@ -142,6 +166,19 @@ def run_enqueue(args: argparse.Namespace) -> int:
     else:
         print(f"enqueued job {job.id} ({job.type}) in queue {job.queue}: {job.status}")
     return 0
+
+
+async def refuse_unhandled(jq: JobQueue, job_type: str, queue: str) -> None:
+    """UsageError unless a live worker serving ``queue`` has a handler for ``job_type``:
+    the CLI loads no application, so the workers' announcements (their rows in the
+    workers table, migration 0024) are what says which types run."""
+    store = await jq.store()
+    known = await store.workers_types(within_seconds=jq.settings.lease_seconds, queue=queue)
+    if job_type not in known:
+        raise UsageError(
+            f"no live worker of queue {queue} has a handler for type {job_type!r} "
+            f"(known types: {', '.join(known) or 'none'}); --force stores it anyway"
+        )
 
 
 def run_jobs_get(args: argparse.Namespace) -> int:

@@ -20,10 +20,11 @@ def run_workers(args: argparse.Namespace) -> int:
     if args.json:
         print_records(workers)
         return 0
-    header = ("ID", "HOST", "PID", "QUEUES", "RUNNING", "LAST HEARTBEAT")
+    # TYPES: the job types it claims; "any" for a worker that claims every type.
+    header = ("ID", "HOST", "PID", "QUEUES", "RUNNING", "LAST HEARTBEAT", "TYPES")
     rows = [
         (w.id, w.host, str(w.pid), ",".join(w.queues), f"{w.running}/{w.slots}",
-         format_time(w.heartbeat_at))
+         format_time(w.heartbeat_at), "any" if w.any_type else ",".join(w.types or ()))
         for w in workers
     ]  # fmt: skip
     print_table(header, rows, "no workers")

@@ -110,6 +110,7 @@ class Queries:
     queue_minutes_read: str
     queue_minutes_waits: str
     queue_pause: str
+    queue_unhandled: str
     queue_resume: str
     queue_waiting: str
     queues_later: str
@@ -133,6 +134,7 @@ class Queries:
     workers_jobs: str
     workers_list: str
     workers_prune: str
+    workers_types: str
     workflow_adopt: str
     workflow_cancel: str
     workflow_create: str

@@ -223,13 +223,16 @@ class Store:
         worker_id: str,
         lease_seconds: float,
         resume_at: ClaimKey | None = None,
+        types: Sequence[str] | None = None,
     ) -> list[ClaimedJob]:
         """Claim up to ``limit`` due jobs of ``queue``, best first. ``resume_at``: where
-        this worker's last claim of the queue ended, to scan from there (claim.sql)."""
+        this worker's last claim of the queue ended, to scan from there (claim.sql).
+        ``types``: only jobs of these types (None: of every type)."""
         at = resume_at or (None, None, None)
         rows = await self.db.fetch(
-            self._q.claim, queue, limit, worker_id, lease_seconds, self.clock.now(), *at
-        )
+            self._q.claim, queue, limit, worker_id, lease_seconds, self.clock.now(), *at,
+            _list(types),
+        )  # fmt: skip
         return [ClaimedJob.from_record(row) for row in rows]
 
     async def limit_due(self, *, queue: str) -> bool:
@@ -242,13 +245,21 @@ class Store:
         await self.db.execute(self._q.limit_lock, queue)
 
     async def claim_limited(
-        self, *, queue: str, limit: int, worker_id: str, lease_seconds: float
+        self,
+        *,
+        queue: str,
+        limit: int,
+        worker_id: str,
+        lease_seconds: float,
+        types: Sequence[str] | None = None,
     ) -> list[ClaimedJob]:
         """Claim up to ``limit`` due jobs of ``queue`` within its limits; after
-        ``limit_lock`` in the same transaction (jobqueue.limits.claims)."""
+        ``limit_lock`` in the same transaction (jobqueue.limits.claims). ``types``: only
+        jobs of these types (None: of every type)."""
         rows = await self.db.fetch(
-            self._q.claim_limited, queue, limit, worker_id, lease_seconds, self.clock.now()
-        )
+            self._q.claim_limited, queue, limit, worker_id, lease_seconds, self.clock.now(),
+            _list(types),
+        )  # fmt: skip
         return [ClaimedJob.from_record(row) for row in rows]
 
     async def complete(
@@ -278,14 +289,15 @@ class Store:
         queues: Sequence[str],
         limit: int,
         lease_seconds: float,
+        types: Sequence[str] | None = None,
     ) -> tuple[list[ClaimedJob], list[ClaimedJob]]:
         """Complete ``jobs`` as ``complete`` does, and claim for ``worker_id`` up to
-        ``limit`` of the children their completion releases, in ``queues``
-        (complete_handoff.sql says which). Returns the jobs the fence refused, and the
-        children claimed."""
+        ``limit`` of the children their completion releases, in ``queues``, of
+        ``types`` (None: any; complete_handoff.sql says which). Returns the jobs the
+        fence refused, and the children claimed."""
         rows = await self.db.fetch(
             self._q.complete_handoff, [j.id for j in jobs], _held(jobs), worker_id, results,
-            self.clock.now(), list(queues), limit, lease_seconds,
+            self.clock.now(), list(queues), limit, lease_seconds, _list(types),
         )  # fmt: skip
         done = [row for row in rows if not row[11]]
         handed = [ClaimedJob.from_record(row) for row in rows if row[11]]
@@ -364,14 +376,27 @@ class Store:
     # -- the workers table -------------------------------------------------------------
 
     async def worker_register(
-        self, *, worker_id: str, host: str, pid: int, queues: Sequence[str], slots: int
+        self,
+        *,
+        worker_id: str,
+        host: str,
+        pid: int,
+        queues: Sequence[str],
+        slots: int,
+        types: Sequence[str],
+        any_type: bool,
     ) -> None:
+        """Announce a worker: the queues it serves, the job types it has handlers for,
+        and whether it claims jobs of every type (migration 0024)."""
         await self.db.execute(
-            self._q.worker_register, worker_id, host, pid, list(queues), slots, self.clock.now()
-        )
+            self._q.worker_register, worker_id, host, pid, list(queues), slots, self.clock.now(),
+            list(types), any_type,
+        )  # fmt: skip
 
-    async def worker_heartbeat(self, *, worker_id: str) -> None:
-        await self.db.execute(self._q.worker_heartbeat, worker_id, self.clock.now())
+    async def worker_heartbeat(self, *, worker_id: str) -> bool:
+        """Renew the worker's row; False if it has none (forgotten: register again)."""
+        renewed = await self.db.fetchval(self._q.worker_heartbeat, worker_id, self.clock.now())
+        return renewed is not None
 
     async def worker_unregister(self, *, worker_id: str) -> None:
         await self.db.execute(self._q.worker_unregister, worker_id)
@@ -383,6 +408,12 @@ class Store:
         """Forget workers silent for ``silent_seconds``; return their ids."""
         rows = await self.db.fetch(self._q.workers_prune, silent_seconds, self.clock.now())
         return [row["id"] for row in rows]
+
+    async def workers_types(self, *, within_seconds: float, queue: str) -> list[str]:
+        """The job types that workers serving ``queue`` and heartbeating within the last
+        ``within_seconds`` have handlers for, in order."""
+        rows = await self.db.fetch(self._q.workers_types, within_seconds, queue, self.clock.now())
+        return [row[0] for row in rows]
 
     async def workers_alive(self, *, within_seconds: float) -> int:
         """How many workers heartbeated within the last ``within_seconds``."""
@@ -653,6 +684,12 @@ class Store:
         """Every queue with jobs or controls (or the one named), from the counters."""
         records = await self.db.fetch(self._q.queues_overview, name, self.clock.now())
         return [QueueInfo(**dict(r.items())) for r in records]
+
+    async def queue_unhandled(self, *, within_seconds: float) -> list[tuple[str, str, int]]:
+        """(queue, type, pending jobs) for each pair that no worker heartbeating within
+        the last ``within_seconds`` would claim: no handler among those serving the queue."""
+        rows = await self.db.fetch(self._q.queue_unhandled, within_seconds, self.clock.now())
+        return [(row[0], row[1], row[2]) for row in rows]
 
     async def queue_limited(self, *, queues: Sequence[str]) -> dict[str, bool]:
         """Which of ``queues`` have limits shared by every worker: whether each has a rate."""

@@ -20,8 +20,9 @@ supervisor's port serves their sum. A child's counters stay in its files after i
 dies, so a restart neither resets nor doubles them; its gauges go with it.
 
 The per-queue gauges (``jobqueue_jobs``, ``jobqueue_oldest_pending_seconds``,
-``jobqueue_workers_heartbeating``) come from one place only: the process that holds
-the maintenance lead reads them from the queue counters every leader interval;
+``jobqueue_jobs_unhandled``, ``jobqueue_workers_heartbeating``) come from one place
+only: the process that holds the maintenance lead reads them from the queue counters
+(and the workers table) every leader interval;
 every other process exports none. Their sum over every scraped process is the
 database's count.
 """
@@ -188,6 +189,14 @@ class WorkerMetrics:
             multiprocess_mode="livemax",
             registry=r,
         )
+        self.unhandled = Gauge(
+            "jobqueue_jobs_unhandled",
+            "Pending jobs that wait for a handler: of a type that no live worker serving "
+            "the queue has a handler for; exported by the maintenance leader only.",
+            ["queue", "type"],
+            multiprocess_mode="livesum",
+            registry=r,
+        )
         # A queue's limits shared by every worker (docs/limits.md), by kind: global,
         # key, rate, key_rate. "In use": running jobs (global), keys at their limit
         # (key), starts in the period that ends now (rate).
@@ -343,6 +352,7 @@ class ProcessMetrics:
         self._enqueued: dict[tuple[str, str], Counter] = {}
         self._queues_exported: set[str] = set()
         self._limits_exported: set[tuple[str, str]] = set()
+        self._unhandled_exported: set[tuple[str, str]] = set()
         self._next_queue_read = 0.0
         self._task: asyncio.Task[None] | None = None
         # Bound now, before any worker starts: a port in use stops start-up cleanly.
@@ -435,10 +445,14 @@ class ProcessMetrics:
                 for state in QUEUE_STATES:
                     m.jobs.labels(queue, state).set(0)
                 m.oldest_pending.labels(queue).set(0)
+            for queue, type_ in self._unhandled_exported:
+                m.unhandled.labels(queue, type_).set(0)
             m.jobs.clear()
             m.oldest_pending.clear()
+            m.unhandled.clear()
             m.workers.set(0)
             self._queues_exported = set()
+            self._unhandled_exported = set()
             return
         queues = await leading.queues_overview()
         alive = await leading.workers_alive(within_seconds=self.settings.lease_seconds)
@@ -451,6 +465,15 @@ class ProcessMetrics:
                 m.jobs.labels(gone, state).set(0)
             m.oldest_pending.labels(gone).set(0)
         self._queues_exported = {q.name for q in queues}
+        unhandled = capped_types(
+            await leading.queue_unhandled(within_seconds=self.settings.lease_seconds)
+        )
+        for (queue, type_), count in unhandled.items():
+            m.unhandled.labels(queue, type_).set(count)
+        pairs = set(unhandled)
+        for queue, type_ in self._unhandled_exported - pairs:  # a file's value outlives remove
+            m.unhandled.labels(queue, type_).set(0)
+        self._unhandled_exported = pairs
         self._export_limits(m, await leading.queue_limits_overview())
         m.workers.set(alive)
 
@@ -568,6 +591,29 @@ class ChildrenMetrics:
         with contextlib.suppress(Exception):
             self._server.shutdown()
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+# The most types of one queue that jobqueue_jobs_unhandled names; the others are summed
+# as "other". Its types come from stored jobs, which `jobqueue api` accepts of any type:
+# without a cap, a client could make a series per type it invents.
+UNHANDLED_TYPES_NAMED = 20
+
+
+def capped_types(rows: Sequence[tuple[str, str, int]]) -> dict[tuple[str, str], int]:
+    """(queue, type) -> jobs, with at most UNHANDLED_TYPES_NAMED types of each queue by
+    name (those with the most jobs), the rest as ``other``."""
+    by_queue: dict[str, list[tuple[int, str]]] = {}
+    for queue, type_, count in rows:
+        by_queue.setdefault(queue, []).append((count, type_))
+    capped: dict[tuple[str, str], int] = {}
+    for queue, counts in by_queue.items():
+        counts.sort(key=lambda c: (-c[0], c[1]))
+        for count, type_ in counts[:UNHANDLED_TYPES_NAMED]:
+            capped[queue, type_] = count
+        rest = sum(count for count, _ in counts[UNHANDLED_TYPES_NAMED:])
+        if rest:
+            capped[queue, OTHER] = capped.get((queue, OTHER), 0) + rest
+    return capped
 
 
 def limit_gauges(info: LimitsInfo) -> dict[str, tuple[int | None, int, int]]:

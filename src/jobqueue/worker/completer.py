@@ -42,10 +42,12 @@ GATHER_FROM = 10
 @dataclass(frozen=True)
 class Handoff:
     """Slots lent to the completer, for the children a batch of workflow completions
-    releases (complete_handoff.sql): the queues it may claim them in, and how many."""
+    releases (complete_handoff.sql): the queues it may claim them in, how many, and
+    of which types (None: any, as the producer's claims)."""
 
     queues: tuple[str, ...]
     slots: int
+    types: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -215,6 +217,7 @@ class Completer:
                 queues=lent.queues,
                 limit=lent.slots,
                 lease_seconds=self._lease_seconds,
+                types=lent.types,
             )
         finally:
             self.handed(lent, handed)

@@ -38,7 +38,11 @@ class Heartbeat:
         lease_seconds: float,
         queues: tuple[str, ...],
         slots: int,
+        types: tuple[str, ...],
+        any_type: bool,
     ) -> None:
+        """``types``: the job types this worker has handlers for; ``any_type``: whether
+        it claims every type all the same. Both are announced when it registers."""
         self._store = store
         self._worker_id = worker_id
         self._running_jobs = running_jobs
@@ -46,17 +50,21 @@ class Heartbeat:
         self._lease_seconds = lease_seconds
         self._queues = queues
         self._slots = slots
+        self._types = types
+        self._any_type = any_type
         # A third of the lease: two beats can be lost before a live worker's jobs expire.
         self.interval = lease_seconds / 3
         self.signals = HeartbeatSignals()
 
-    async def register(self) -> None:
-        await self._store.worker_register(
+    async def register(self, store: Store | None = None) -> None:
+        await (store or self._store).worker_register(
             worker_id=self._worker_id,
             host=socket.gethostname(),
             pid=os.getpid(),
             queues=self._queues,
             slots=self._slots,
+            types=self._types,
+            any_type=self._any_type,
         )
 
     async def unregister(self) -> None:
@@ -80,7 +88,10 @@ class Heartbeat:
         possible, and a refused lease counts as taken only if this worker still runs
         that attempt afterwards; otherwise it had simply ended."""
         async with self._store.connection() as store:
-            await store.worker_heartbeat(worker_id=self._worker_id)
+            if not await store.worker_heartbeat(worker_id=self._worker_id):
+                # Forgotten while silent (an outage, a stall): announced again, or its
+                # types would count as handled by no one.
+                await self.register(store)
             jobs = self._running_jobs()
             if not jobs:
                 return 0

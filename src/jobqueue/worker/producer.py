@@ -20,6 +20,11 @@ probe, without it. A limited queue that had fewer jobs to give
 than asked is claimed again once this worker's outcomes are written (a slot of the
 limit may have been freed), rather than at the next poll.
 
+A worker claims only the job types it has handlers for (``types``), in the claim
+statement itself: a job of another type stays pending for a worker that has its
+handler, rather than failing here for want of one. ``types=None`` claims every type
+(``--claim-any-type``), and the executor fails what it has no handler for.
+
 The completer may borrow free slots (``lend``) for the children that its completion
 of workflow jobs releases: it claims them in the statement that completes their
 parent (complete_handoff.sql), and the producer starts them (``handed``). Until then
@@ -85,9 +90,11 @@ class Producer:
         poll_interval: float,
         claim_batch: int = 500,
         notified_reliably: Callable[[], bool] = lambda: False,
+        types: Sequence[str] | None = None,
     ) -> None:
         """``notified_reliably``: True while every NOTIFY reaches this producer (the
-        listener is in place); only then may a claim resume where the last ended."""
+        listener is in place); only then may a claim resume where the last ended.
+        ``types``: the job types claimed (None: every type)."""
         self._store = store
         self._executor = executor
         self.queues = tuple(queues)
@@ -97,6 +104,7 @@ class Producer:
         self._poll_interval = poll_interval
         self._claim_batch = claim_batch
         self._notified_reliably = notified_reliably
+        self.types = None if types is None else tuple(types)
         # Per queue: the last claim's end, and its run_at in microseconds (as NOTIFYs say).
         self._resume: dict[str, tuple[ClaimKey, int]] = {}
         self._resets = 0  # how many NOTIFYs sent claims back to the start
@@ -209,7 +217,7 @@ class Producer:
         if free <= 0 or not queues:
             return None
         self._lent += free
-        return Handoff(queues, free)
+        return Handoff(queues, free, self.types)
 
     def handed(self, lent: Handoff, jobs: Sequence[ClaimedJob]) -> None:
         """The completion that ``lent`` was for is written (or failed): start the
@@ -274,6 +282,7 @@ class Producer:
                         limit=wanted,
                         worker_id=self._worker_id,
                         lease_seconds=self._lease_seconds,
+                        types=self.types,
                     )
                     self.on_claim(time.perf_counter() - started)
                     if len(jobs) < wanted:
@@ -295,6 +304,7 @@ class Producer:
                     worker_id=self._worker_id,
                     lease_seconds=self._lease_seconds,
                     resume_at=None if resume_at is None else resume_at[0],
+                    types=self.types,
                 )
                 self.on_claim(time.perf_counter() - started)
                 # A NOTIFY during the claim may have sent this queue back to the start,

@@ -63,10 +63,15 @@ async def in_process(
 
 
 def worker_settings(
-    settings: Settings, *, queues: Iterable[str] | None, concurrency: int | None
+    settings: Settings,
+    *,
+    queues: Iterable[str] | None,
+    concurrency: int | None,
+    claim_any_type: bool | None = None,
 ) -> Settings:
-    """``settings`` with the queues and the jobs at once of ``jq.worker()``'s arguments,
-    checked as the flags are (ConfigError naming the argument)."""
+    """``settings`` with the queues, the jobs at once and the claim of every type of
+    ``jq.worker()``'s arguments, checked as the flags are (ConfigError naming the
+    argument)."""
     if queues is not None:
         listed = [queues] if isinstance(queues, str) else list(queues)
         settings = dataclasses.replace(
@@ -76,6 +81,12 @@ def worker_settings(
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise config.ConfigError(f"concurrency must be a positive integer, got {concurrency!r}")
         settings = dataclasses.replace(settings, worker_count=concurrency)
+    if claim_any_type is not None:
+        if not isinstance(claim_any_type, bool):
+            raise config.ConfigError(
+                f"claim_any_type must be True or False, got {claim_any_type!r}"
+            )
+        settings = dataclasses.replace(settings, claim_any_type=claim_any_type)
     return settings
 
 
@@ -120,6 +131,9 @@ class Worker:
         queue_names = tuple(
             dict.fromkeys([*limits, *sorted({t.queue for t in tasks.values() if t.queue})])
         )
+        # The types it claims: those it has handlers for, unless told to take every type
+        # (the executor then fails the others for want of a handler).
+        types = tuple(sorted(tasks))
         self.completer = Completer(store, self.id, lease_seconds=settings.lease_seconds)
         self.progress = ProgressWriter(store, self.id, settings.progress_interval)
         self.job_logs = job_logs(settings, store, self.id)
@@ -146,6 +160,7 @@ class Worker:
             lease_seconds=settings.lease_seconds,
             poll_interval=settings.poll_interval,
             notified_reliably=lambda: self.listener.healthy,
+            types=None if settings.claim_any_type else types,
         )
         self.executor.on_slot_freed = self.producer.slot_freed
         self.completer.on_flushed = self.producer.outcomes_written
@@ -171,6 +186,8 @@ class Worker:
             lease_seconds=settings.lease_seconds,
             queues=queue_names,
             slots=settings.worker_count,
+            types=types,
+            any_type=settings.claim_any_type,
         )
         self.leader = Leader(
             store,
@@ -220,6 +237,7 @@ class Worker:
                 for q in self.producer.queues
             ),
             slots=self._settings.worker_count,
+            types="*" if self.producer.types is None else ",".join(self.producer.types),
         )
 
     async def stop(self, force: asyncio.Event) -> None:

@@ -18,10 +18,17 @@
 -- its priority, a pending job can appear only through a path that says so by
 -- NOTIFY (migration 0011), and the worker then looks from the start again.
 -- $5 is "now": NULL for the database's clock, a time for a test's (db/store.py).
+--
+-- $9: the job types this worker has handlers for, or NULL for every type (a worker run
+-- with --claim-any-type). A job of another type is passed over where it lies, left
+-- pending for a worker that has its handler (migration 0024): the type is read from the
+-- row the index entry points to, so such jobs ahead in the queue cost a look each, once
+-- per scan from the start (a claim that resumes starts behind them).
 WITH better AS (
     SELECT ctid
     FROM {schema}.jobs
     WHERE status = 'pending' AND queue = $1 AND run_at <= COALESCE($5::timestamptz, now())
+      AND ($9::text[] IS NULL OR type = ANY($9::text[]))
       AND priority < $6::integer
       -- A paused queue starts nothing, nor does one with limits, which
       -- claim_limited.sql claims (evaluated once per claim, not per row).
@@ -36,6 +43,7 @@ WITH better AS (
     SELECT ctid
     FROM {schema}.jobs
     WHERE status = 'pending' AND queue = $1 AND run_at <= COALESCE($5::timestamptz, now())
+      AND ($9::text[] IS NULL OR type = ANY($9::text[]))
       AND (priority, run_at, id) >= (COALESCE($6::integer, (-2147483648)::integer),
                                      COALESCE($7::timestamptz, '-infinity'),
                                      COALESCE($8::bigint, 0))

@@ -21,6 +21,7 @@
 -- first 1,000 due jobs in claim order (a claim never walks a whole keyed backlog to
 -- find one; as the backlog drains, they come to the front).
 -- $5 is "now": NULL for the database's clock, a time for a test's (db/store.py).
+-- $6: the job types this worker has handlers for, or NULL for every type (claim.sql).
 WITH RECURSIVE q AS MATERIALIZED (
     SELECT q.global_limit, q.key_limit, q.rate_count, q.rate_period,
            q.key_rate_count, q.key_rate_period, q.key_cursor,
@@ -49,6 +50,7 @@ WITH RECURSIVE q AS MATERIALIZED (
     SELECT j.id
     FROM {schema}.jobs AS j
     WHERE j.status = 'pending' AND j.queue = $1 AND j.run_at <= (SELECT due FROM q)
+      AND ($6::text[] IS NULL OR j.type = ANY($6::text[]))
       AND NOT (SELECT keyed FROM q)
     ORDER BY j.priority, j.run_at, j.id
     LIMIT (SELECT n FROM room)
@@ -95,6 +97,7 @@ WITH RECURSIVE q AS MATERIALIZED (
         FROM {schema}.jobs AS j
         WHERE j.status = 'pending' AND j.queue = $1 AND j.concurrency_key = keys.k
           AND j.run_at <= (SELECT due FROM q)
+          AND ($6::text[] IS NULL OR j.type = ANY($6::text[]))
         ORDER BY j.priority, j.run_at, j.id
         LIMIT GREATEST(0, LEAST(
             CASE WHEN (SELECT key_limit FROM q) IS NOT NULL THEN (SELECT key_limit FROM q) - (
@@ -115,13 +118,13 @@ WITH RECURSIVE q AS MATERIALIZED (
     FROM {schema}.jobs AS j
     WHERE j.id = ANY(ARRAY(
             SELECT f.id
-            FROM (SELECT d.id, d.concurrency_key
+            FROM (SELECT d.id, d.concurrency_key, d.type
                   FROM {schema}.jobs AS d
                   WHERE d.status = 'pending' AND d.queue = $1 AND d.run_at <= (SELECT due FROM q)
                     AND (SELECT keyed FROM q)
                   ORDER BY d.priority, d.run_at, d.id
                   LIMIT 1000) AS f
-            WHERE f.concurrency_key IS NULL
+            WHERE f.concurrency_key IS NULL AND ($6::text[] IS NULL OR f.type = ANY($6::text[]))
             LIMIT (SELECT n FROM room) - (SELECT count(*) FROM keyed)))
       AND j.status = 'pending'
     FOR UPDATE SKIP LOCKED

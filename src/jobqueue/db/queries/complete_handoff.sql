@@ -4,7 +4,8 @@
 -- and no claim between (docs/workflows.md). $1, $2, $3 as complete.sql; $4: the
 -- results ({"<id>": result, ...} or NULL); $5 is "now" (NULL: the database's clock);
 -- $6: the queues this worker may take them for (it serves them, with no limit of its
--- own); $8: the lease, in seconds.
+-- own); $8: the lease, in seconds; $9: the job types it has handlers for (NULL: every
+-- type, claim.sql).
 --
 -- A child is taken only where a claim would take it now: blocked at its last parent,
 -- which completes here (a child that runs only if one failed is left to the trigger);
@@ -54,6 +55,7 @@ WITH done AS (
       AND c.status = 'blocked' AND c.parents_left = 1
       AND c.run_if IN ('completed', 'finished')
       AND c.queue = ANY($6::text[])
+      AND ($9::text[] IS NULL OR c.type = ANY($9::text[]))
       AND c.run_at <= COALESCE($5::timestamptz, now())
       AND NOT EXISTS (SELECT 1 FROM {schema}.queues AS q
                       WHERE q.name = c.queue
