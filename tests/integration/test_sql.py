@@ -232,15 +232,21 @@ async def test_a_typed_claim_passes_over_other_types_on_the_claim_index(
     assert [r["type"] for r in claimed] == ["noop"] * 10
 
 
-async def test_the_count_of_jobs_waiting_for_a_handler_reads_no_backlog(
+async def test_the_count_of_jobs_waiting_for_a_handler_reads_a_bounded_front(
     db: asyncpg.Connection, schema: str
 ) -> None:
-    """queue_unhandled.sql steps from one (queue, type) pair of pending jobs to the next
-    on jobs_pending_type_idx and counts only the pairs no worker handles."""
+    """queue_unhandled.sql finds the queues with pending jobs one probe of the claim
+    index each and reads at most its window of pending jobs per queue, in claim order:
+    a bounded read, whatever the backlog, and no index that an enqueue pays for."""
     await add_finished_jobs(db, schema, 20000)
-    await add_pending_jobs(db, schema, 5000)  # noop: handled below
     await db.execute(
-        f"""INSERT INTO "{schema}".jobs (type) SELECT 'typo' FROM generate_series(1, 3)"""
+        f"""INSERT INTO "{schema}".jobs (type, priority) SELECT 'typo', 0
+            FROM generate_series(1, 3)"""
+    )
+    await add_pending_jobs(db, schema, 5000)  # noop: handled below, behind the typos
+    await db.execute(
+        f"""INSERT INTO "{schema}".jobs (type, queue) SELECT 'typo', 'other'
+            FROM generate_series(1, 2)"""
     )
     await db.execute(
         f"""INSERT INTO "{schema}".workers (id, host, pid, queues, slots, types, any_type)
@@ -248,11 +254,15 @@ async def test_the_count_of_jobs_waiting_for_a_handler_reads_no_backlog(
     )
     await db.execute(f'ANALYZE "{schema}".jobs')
     q = queries(schema).queue_unhandled
-    rows = await db.fetch("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + q, 30.0, None)
-    top = json.loads(rows[0][0])[0]["Plan"]
-    assert [tuple(r) for r in await db.fetch(q, 30.0, None)] == [("default", "typo", 3)]
-    text = "\n".join(r[0] for r in await db.fetch("EXPLAIN (COSTS OFF) " + q, 30.0, None))
+    assert [tuple(r) for r in await db.fetch(q, 30.0, None, 10_000)] == [
+        ("default", "typo", 3),
+        ("other", "typo", 2),  # no worker serves it at all
+    ]
+    text = "\n".join(r[0] for r in await db.fetch("EXPLAIN (COSTS OFF) " + q, 30.0, None, 100))
     assert "Seq Scan on jobs" not in text, text
-    assert "jobs_pending_type_idx" in text, text
-    # A few index pages, not the 5,000 handled jobs nor the 20,000 finished ones.
-    assert int(top["Shared Hit Blocks"]) + int(top["Shared Read Blocks"]) < 50, top
+    assert "jobs_claim_idx" in text, text
+    rows = await db.fetch("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + q, 30.0, None, 100)
+    top = json.loads(rows[0][0])[0]["Plan"]
+    # A window of 100: about that many heap pages at most, not the 5,000 handled jobs
+    # behind them nor the 20,000 finished ones.
+    assert int(top["Shared Hit Blocks"]) + int(top["Shared Read Blocks"]) < 150, top

@@ -53,6 +53,12 @@ from jobqueue.job import Attempt, Job, JobStatus, QueueInfo, WorkerInfo
 from jobqueue.limits.model import LimitsInfo
 from jobqueue.tokens import StoredToken, TokenInfo
 
+# Jobs waiting for a handler are counted among this many pending jobs at the front of
+# each queue (queue_unhandled.sql): a bounded read per queue for the gauge and GET
+# /queues, where an exact count would cost every enqueue an index entry. More counts
+# deeper into a backlog, for more reads every leader round.
+UNHANDLED_WINDOW = 10_000
+
 
 class Executor(Protocol):
     """What the store runs its queries on: asyncpg's Pool and Connection have it."""
@@ -685,10 +691,15 @@ class Store:
         records = await self.db.fetch(self._q.queues_overview, name, self.clock.now())
         return [QueueInfo(**dict(r.items())) for r in records]
 
-    async def queue_unhandled(self, *, within_seconds: float) -> list[tuple[str, str, int]]:
+    async def queue_unhandled(
+        self, *, within_seconds: float, window: int = UNHANDLED_WINDOW
+    ) -> list[tuple[str, str, int]]:
         """(queue, type, pending jobs) for each pair that no worker heartbeating within
-        the last ``within_seconds`` would claim: no handler among those serving the queue."""
-        rows = await self.db.fetch(self._q.queue_unhandled, within_seconds, self.clock.now())
+        the last ``within_seconds`` would claim (no handler among those serving the
+        queue), counted among the first ``window`` pending jobs of each queue."""
+        rows = await self.db.fetch(
+            self._q.queue_unhandled, within_seconds, self.clock.now(), window
+        )
         return [(row[0], row[1], row[2]) for row in rows]
 
     async def queue_limited(self, *, queues: Sequence[str]) -> dict[str, bool]:

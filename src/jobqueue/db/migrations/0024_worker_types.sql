@@ -9,9 +9,3 @@
 -- what a worker that does not say does.
 ALTER TABLE {schema}.workers ADD COLUMN types text[];
 ALTER TABLE {schema}.workers ADD COLUMN any_type boolean NOT NULL DEFAULT true;
-
--- The pending jobs by queue and type, for the count of those waiting for a handler:
--- the distinct (queue, type) pairs are found one index probe each, and only the jobs
--- of a pair no live worker handles are counted. The claim does not use it (its order
--- is the claim index's); an enqueue pays one more index entry per job for it.
-CREATE INDEX jobs_pending_type_idx ON {schema}.jobs (queue, type) WHERE status = 'pending';
