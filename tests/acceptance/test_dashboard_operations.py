@@ -62,6 +62,15 @@ def test_a_failed_attempt_shows_its_handlers_frames_and_the_full_traceback_a_cli
     expect(full).to_be_hidden()
     attempt.get_by_text("Full traceback", exact=True).click()
     expect(full).to_be_visible()
+    # A live update swaps the page's content (another job ending moves the counters):
+    # what the user opened stays open.
+    before = page.locator("#main").get_attribute("data-updated") or ""
+    assert finished(base, enqueue(base, "flaky", {"fixed_when": "never"}))["status"] == "failed"
+    page.wait_for_function(
+        "(before) => (document.getElementById('main').dataset.updated || '') !== before",
+        arg=before,
+    )
+    expect(full).to_be_visible()
     expect(full).to_contain_text("jobqueue/worker/executor.py")
     expect(full).to_contain_text("in flaky")
     shot(page, tmp_path, "dashboard-traceback")

@@ -29,7 +29,9 @@
       .then(function (r) { return r.ok ? r.text() : null; })
       .then(function (html) {
         if (html !== null && !edited) {
+          var opened = detailsState();
           main.innerHTML = html;
+          restoreDetails(opened);
           main.dataset.updated = String(Date.now());
         }
       })
@@ -39,6 +41,27 @@
         fetched = Date.now();
         if (again) { again = false; refresh(); }
       });
+  }
+
+  // A <details> the user opened or closed (a full traceback, say) stays so across a
+  // swap: it is found again by the id of the element holding it and its summary.
+  function detailsKey(d) {
+    var host = d.closest("[id]");
+    var summary = d.querySelector("summary");
+    return (host ? host.id : "") + "|" + (summary ? summary.textContent : "");
+  }
+
+  function detailsState() {
+    var state = {};
+    main.querySelectorAll("details").forEach(function (d) { state[detailsKey(d)] = d.open; });
+    return state;
+  }
+
+  function restoreDetails(state) {
+    main.querySelectorAll("details").forEach(function (d) {
+      var key = detailsKey(d);
+      if (Object.prototype.hasOwnProperty.call(state, key)) d.open = state[key];
+    });
   }
 
   function runningJob() {
