@@ -974,7 +974,9 @@ TOLERANCE_RULE = (
     "margin: 2% of the median if the runs differed at all (0 where they all agreed); for "
     "the statements, round trips and plans of the workloads whose jobs share statements "
     "as timing has it (enqueue_concurrent, drain, workflow), 25% of the median whatever "
-    "the runs gave, since a busier machine batches them otherwise; and for round trips at "
+    "the runs gave, since a busier machine batches them otherwise, and 15% for their "
+    "instructions, which the same batching moves (workflow's gave 93,621 once in CI "
+    "against a spread of 84,037 to 85,579); and for round trips at "
     f"least {PREPARES} per workload: the prepares of a pooled connection that the warm-up "
     "happened not to use"
 )
@@ -989,6 +991,8 @@ def tolerance(key: str, values: list[float]) -> float:
     margin = 0.02 * median if deviation else 0.0
     if w.batched and metric in ("statements", "round_trips", "plans"):
         margin = 0.25 * median
+    elif w.batched and metric == "instructions":  # a claim's cost shared by fewer jobs
+        margin = 0.15 * median
     found = 1.5 * deviation + margin
     if metric == "round_trips":
         found = max(found, PREPARES / w.jobs)
