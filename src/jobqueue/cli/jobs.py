@@ -8,6 +8,7 @@ import json
 import sys
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 from jobqueue import fields
 from jobqueue.app import JobQueue
@@ -128,34 +129,25 @@ def run_enqueue(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(f"--run-at must be an ISO 8601 time, got {args.run_at!r}") from exc
     jq = client(args)
+    options: dict[str, Any] = {
+        "queue": args.queue,
+        "priority": args.priority,
+        "max_attempts": args.max_attempts,
+        "run_at": run_at,
+        "delay_seconds": args.delay,
+        "unique_key": args.unique_key,
+        "unique_for": args.unique_for,
+    }
     try:
         job_type = fields.check_type(args.type)
-        fields.check_options(
-            queue=args.queue,
-            priority=args.priority,
-            max_attempts=args.max_attempts,
-            run_at=run_at,
-            delay_seconds=args.delay,
-            unique_key=args.unique_key,
-            unique_for=args.unique_for,
-        )
+        fields.check_options(**options)
     except ValueError as exc:  # a rule of jobqueue.fields, naming the field
         raise UsageError(str(exc)) from exc
 
     async def enqueue() -> Job:
         if not args.force:
             await refuse_unhandled(jq, job_type, job_options(None, jq.settings, args.queue)[0])
-        return await jq.enqueue(
-            job_type,
-            payload,
-            queue=args.queue,
-            priority=args.priority,
-            max_attempts=args.max_attempts,
-            run_at=run_at,
-            delay_seconds=args.delay,
-            unique_key=args.unique_key,
-            unique_for=args.unique_for,
-        )
+        return await jq.enqueue(job_type, payload, **options)
 
     try:
         job = with_jobqueue(jq, enqueue)
