@@ -39,8 +39,10 @@ and for `--hold` seconds (120) of it keeps another session idle in a transaction
 holding back the cluster's xmin, as a forgotten `BEGIN` or a long report does: no
 dead row version can be removed meanwhile. It reports throughput and pickup latency
 (handler start minus the enqueue's return) before and during the hold, and each of
-our tables' size and dead tuples before, at the end of the hold, `--after` seconds
-(60) after it with autovacuum alone, and after two VACUUMs a leader round apart.
+our tables' size and dead tuples before, at the end of the hold, after two VACUUMs a
+leader round apart run while the load goes on (`vacuumed_under_load`, ending a round
+before it stops), `--after` seconds (60) after the hold, and after two more VACUUMs
+once the load has stopped (`vacuumed`).
 """
 
 from __future__ import annotations
@@ -354,6 +356,22 @@ async def pressure(
             end = hold_to + after
             holding = False
             seq = 0
+
+            async def vacuum_under_load() -> None:
+                """Two VACUUMs a leader round apart, ending a round before the load
+                stops: what vacuum gives back while jobs keep running."""
+                round_ = adapter.settings.rescue_interval
+                await asyncio.sleep(max(hold_to + after - 3 * round_ - time.monotonic(), 0))
+                conn = await asyncpg.connect(dsn)
+                try:
+                    await conn.execute("VACUUM")
+                    await asyncio.sleep(2 * round_)
+                    await conn.execute("VACUUM")
+                    tables["vacuumed_under_load"] = await table_stats(conn)
+                finally:
+                    await conn.close()
+
+            vacuuming = asyncio.create_task(vacuum_under_load())
             while (at := schedule + seq / rate) < end:
                 now = time.monotonic()
                 if not holding and now >= hold_from and hold_to > now:
@@ -369,6 +387,8 @@ async def pressure(
                 await adapter.enqueue_one(seq)
                 commits.append(time.monotonic())
                 seq += 1
+
+            await vacuuming
 
             def all_started() -> bool:
                 return len(pool.marks()[0].jobs) >= seq

@@ -6,23 +6,30 @@ however many writers and leaders run at once."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 
 import asyncpg
 import pytest
 
 from jobqueue.app import JobQueue
+from jobqueue.db.migrate import migrate
 from jobqueue.db.records import JobRow
+from jobqueue.db.sql import migrations
 from jobqueue.db.store import Store
-from jobqueue.maintenance.compaction import Compaction
+from jobqueue.maintenance.compaction import ROTATE_PAGES, Compaction
+from jobqueue.maintenance.leader import Leader
 from tests.integration.test_queues import reported_counts, true_counts
 
 pytestmark = pytest.mark.anyio
 
 PAGE = 8192
 JOBS_HELD = 2000
-COUNTERS = ("queue_totals", "queue_count_changes")
+# The changes are written to two partitions in turns (migration 0025).
+CHANGES = ("queue_count_changes_0", "queue_count_changes_1")
+COUNTERS = ("queue_totals", *CHANGES)
 
 
 def job_row(queue: str = "default") -> JobRow:
@@ -66,8 +73,14 @@ async def sizes(db: asyncpg.Connection, schema: str, relation: str) -> tuple[int
     return row["table_len"], row["dead_tuple_count"]
 
 
+async def changes_size(db: asyncpg.Connection, schema: str) -> tuple[int, int]:
+    """The counter changes' size and dead tuples, both partitions together."""
+    both = [await sizes(db, schema, p) for p in CHANGES]
+    return sum(size for size, _ in both), sum(dead for _, dead in both)
+
+
 async def vacuum(db: asyncpg.Connection, schema: str) -> None:
-    for table in ("jobs", *COUNTERS):
+    for table in ("jobs", "queue_totals", "queue_count_changes"):
         await db.execute(f'VACUUM "{schema}".{table}')
 
 
@@ -80,6 +93,13 @@ async def vacuum_until(
     await vacuum(db, schema)
     while not await done() and time.monotonic() < deadline:
         await vacuum(db, schema)
+
+
+async def fold_all(store: Store) -> int:
+    folded = 0
+    while n := await store.queue_counts_fold(limit=1000):
+        folded += n
+    return folded
 
 
 async def test_the_counters_and_the_claim_index_come_back_after_a_held_xmin(
@@ -98,11 +118,12 @@ async def test_the_counters_and_the_claim_index_come_back_after_a_held_xmin(
         await holder.fetchval("SELECT txid_current()")
         await run_jobs(store, JOBS_HELD)
         # The leader folds during the hold too: its deletions cannot be vacuumed yet.
-        assert await compaction.run_once() >= 2 * JOBS_HELD
+        # (Only the fold: a turn of the partitions would empty one of them.)
+        assert await fold_all(store) >= 2 * JOBS_HELD
         await db.execute(f'VACUUM "{schema}".queue_count_changes')
-        held_size, held_dead = await sizes(db, schema, "queue_count_changes")
+        held_size, held_dead = await changes_size(db, schema)
         assert held_dead >= 2 * JOBS_HELD  # the hold did keep every version
-        assert held_size > start["queue_count_changes"][0] + 10 * PAGE
+        assert held_size > sum(start[p][0] for p in CHANGES) + 10 * PAGE
     finally:
         await holder.execute("ROLLBACK")
         await holder.close()
@@ -134,6 +155,146 @@ async def test_the_counters_and_the_claim_index_come_back_after_a_held_xmin(
     assert later <= after_hold + 2 * PAGE, (after_hold, later)
     _, jobs_dead = await sizes(db, schema, "jobs")
     assert jobs_dead <= 10
+
+
+async def test_the_counters_come_back_while_jobs_keep_running_after_a_held_xmin(
+    jq: JobQueue, db: asyncpg.Connection, schema: str, pg_dsn: str
+) -> None:
+    """Vacuum alone cannot give the changes' pages back under load: rows written as it
+    frees pages land all over the file, and it can only cut off an empty end. The
+    partitions' turns can (migration 0025): each is truncated once it is idle."""
+    store = await jq.store()
+    pool = await jq.pool()
+    compaction = Compaction(store)
+    await run_jobs(store, 100)
+    await compaction.run_once()
+    holder = await asyncpg.connect(pg_dsn)
+    try:
+        await holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        await holder.fetchval("SELECT txid_current()")
+        await run_jobs(store, 3 * JOBS_HELD)
+        await fold_all(store)
+        held_size, _ = await changes_size(db, schema)
+        assert held_size >= 50 * PAGE
+    finally:
+        await holder.execute("ROLLBACK")
+        await holder.close()
+
+    running = True
+
+    async def load(offset: float) -> None:
+        """Jobs enqueued in transactions of 0.1 s, as an application's are: two of
+        these, staggered, always hold a lock on the changes, which a vacuum needs to
+        be free to cut pages off; and their few rows land on pages across the file."""
+        await asyncio.sleep(offset)
+        async with pool.acquire() as conn:
+            while running:
+                async with conn.transaction():
+                    await store.on(conn).enqueue(row=job_row())
+                    await asyncio.sleep(0.1)
+
+    writers = [asyncio.create_task(load(offset)) for offset in (0, 0.05)]
+    try:
+        # A leader's rounds, each with a VACUUM between them, while the writers go on:
+        # two turns of five seconds and a few rounds of slack do for both partitions.
+        deadline = time.monotonic() + 30
+        size = held_size
+        while time.monotonic() < deadline:
+            await compaction.run_once()
+            await asyncio.sleep(0.5)
+            await vacuum(db, schema)
+            size, _ = await changes_size(db, schema)
+            if size <= 2 * ROTATE_PAGES * PAGE:
+                break
+    finally:
+        running = False
+        await asyncio.gather(*writers)
+    assert size <= 2 * ROTATE_PAGES * PAGE, (held_size, size)
+    await fold_all(store)
+    assert await reported_counts(jq) == await true_counts(db, schema)
+
+
+async def test_a_leader_with_long_rounds_comes_back_when_the_writing_partition_has_grown(
+    jq: JobQueue, db: asyncpg.Connection, schema: str
+) -> None:
+    """A leader whose rounds are a minute apart would find the same partition taking
+    writes every time if its rounds fell in step with the turns: one that has grown
+    brings the next round forward to its turn's end, and is emptied then."""
+    store = await jq.store()
+    leader = Leader(store, "w1", lease_seconds=30, interval=60)
+    leader.signals.arm()
+
+    async def writing() -> str:
+        slot = await db.fetchval(f'SELECT "{schema}".queue_count_slot(now())')
+        return CHANGES[slot]
+
+    async def grown() -> list[str]:
+        return [p for p in CHANGES if (await sizes(db, schema, p))[0] > ROTATE_PAGES * PAGE]
+
+    # Single-job statements, each a row of changes, until the one taking writes is big.
+    while await writing() not in await grown():
+        for _ in range(50):
+            await store.enqueue_rows(rows=[job_row()])
+    running = asyncio.create_task(leader.run())
+    try:
+        assert await leader.signals.ran.times(2, timeout=15) == [True, True]
+        assert await grown() == []
+    finally:
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+
+
+async def test_the_upgrade_to_turns_keeps_the_changes_and_what_roles_were_granted(
+    db: asyncpg.Connection,
+) -> None:
+    """Migration 0025 replaces the changes table by a partitioned one: the changes not
+    folded yet are moved, and a role's privileges on the old table (`jobqueue grants`,
+    run before the upgrade) are given on the new one."""
+    name, role = f"t_{uuid.uuid4().hex[:12]}", f"jq_{uuid.uuid4().hex[:8]}"
+    store = Store(db, name)
+    try:
+        await store.schema_create()
+        await store.migrations_create()
+        async with db.transaction():
+            for migration in migrations(name):
+                if migration.version < 25:
+                    await db.execute(migration.sql)
+                    await store.migrations_record(version=migration.version, name=migration.name)
+        await db.execute(f'CREATE ROLE "{role}"')
+        await db.execute(f'GRANT SELECT, DELETE ON "{name}".queue_count_changes TO "{role}"')
+        for queue in ("mail", "mail", "reports"):
+            await store.enqueue(row=job_row(queue))
+
+        assert await migrate(db, name) == [25]
+        assert await reported_counts_of(db, name) == {"mail": 2, "reports": 1}
+        granted = {
+            privilege
+            for privilege in ("SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE")
+            if await db.fetchval(
+                "SELECT has_table_privilege($1, $2, $3)",
+                role, f'"{name}".queue_count_changes', privilege,
+            )
+        }  # fmt: skip
+        assert granted == {"SELECT", "DELETE"}
+        assert await db.fetchval(
+            "SELECT has_function_privilege($1, $2, 'EXECUTE')",
+            role, f'"{name}".queue_counts_rotate(integer)',
+        )  # fmt: skip
+    finally:
+        await db.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+        await db.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+async def reported_counts_of(db: asyncpg.Connection, schema: str) -> dict[str, int]:
+    """Pending jobs per queue, as the overview adds them up."""
+    rows = await db.fetch(
+        f"""SELECT queue, sum(pending)::int AS pending FROM (
+                SELECT queue, pending FROM "{schema}".queue_totals
+                UNION ALL SELECT queue, pending FROM "{schema}".queue_count_changes) AS c
+            GROUP BY queue"""
+    )
+    return {r["queue"]: r["pending"] for r in rows}
 
 
 async def test_counts_stay_exact_with_concurrent_writers_and_two_leaders_folding(

@@ -90,6 +90,9 @@ FUNCTIONS = (
     "timestamptz, jsonb, text)",
     "unique_holder(text)",
 )
+# Run as the owner too, for one purpose: the leader empties the counters' idle
+# partition (migration 0025).
+PURPOSE_FUNCTIONS: dict[Purpose, tuple[str, ...]] = {"worker": ("queue_counts_rotate(integer)",)}
 
 ROLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
@@ -126,5 +129,8 @@ def statements(schema: str, role: str, purpose: Purpose, tables: Set[str]) -> li
             lines.append(f"GRANT {privileges} ON {s}.{table} TO {to};")
         else:
             lines.append(f"-- {table}: not in the schema yet; run grants again after migrating")
-    lines += [f"GRANT EXECUTE ON FUNCTION {s}.{function} TO {to};" for function in FUNCTIONS]
+    lines += [
+        f"GRANT EXECUTE ON FUNCTION {s}.{function} TO {to};"
+        for function in (*FUNCTIONS, *PURPOSE_FUNCTIONS.get(purpose, ()))
+    ]
     return lines

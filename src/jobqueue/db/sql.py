@@ -103,6 +103,7 @@ class Queries:
     priority_age: str
     progress: str
     queue_counts_fold: str
+    queue_counts_rotate: str
     queue_limited: str
     queue_limits_overview: str
     queue_limits_set: str

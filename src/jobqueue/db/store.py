@@ -728,6 +728,13 @@ class Store:
         folded: int = await self.db.fetchval(self._q.queue_counts_fold, limit)
         return folded
 
+    async def queue_counts_rotate(self, *, min_pages: int) -> float | None:
+        """Empty the counter changes' idle partition if it holds more than
+        ``min_pages`` pages and no rows; return the seconds left in this turn if the
+        partition taking its writes is past ``min_pages`` too, else None."""
+        turn_ends_in: float | None = await self.db.fetchval(self._q.queue_counts_rotate, min_pages)
+        return turn_ends_in
+
     async def queue_minutes_waits(self, *, grace_seconds: float, sample: int) -> int:
         """Set the waits of the minutes ended ``grace_seconds`` ago, from ``sample`` jobs
         each at most; return how many minute rows were set."""

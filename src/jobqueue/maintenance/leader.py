@@ -77,7 +77,8 @@ class Leader:
         try:
             while True:
                 await self.run_once()
-                await asyncio.sleep(self._interval)
+                again_in = self.compaction.again_in if self.is_leader else None
+                await asyncio.sleep(min(self._interval, again_in or self._interval))
         finally:
             if self.is_leader:
                 with contextlib.suppress(Exception):

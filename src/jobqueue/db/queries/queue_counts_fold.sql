@@ -1,15 +1,17 @@
 -- Folds up to $1 rows of queue_count_changes into queue_totals, in one statement, and
--- returns how many it folded. The rows are taken by ctid (the table has no index), the
+-- returns how many it folded. The rows are taken by partition and ctid (the table has
+-- no index, and a ctid names a row only within its partition, migration 0025), the
 -- oldest pages first as a sequential scan finds them; SKIP LOCKED lets two leaders
 -- that overlap for a moment fold different rows, and a row is added to the totals only
 -- by the statement that deleted it, so nothing is counted twice. The same statement
 -- adds the jobs that completed or failed to the dashboard's minutes (migration 0018).
-WITH taken AS (
-    DELETE FROM {schema}.queue_count_changes
-    WHERE ctid = ANY(ARRAY(
-        SELECT ctid FROM {schema}.queue_count_changes LIMIT $1 FOR UPDATE SKIP LOCKED
-    ))
-    RETURNING queue, pending, running, completed, failed, cancelled, at
+WITH picked AS (
+    SELECT tableoid, ctid FROM {schema}.queue_count_changes LIMIT $1 FOR UPDATE SKIP LOCKED
+), taken AS (
+    DELETE FROM {schema}.queue_count_changes AS c
+    USING picked
+    WHERE c.tableoid = picked.tableoid AND c.ctid = picked.ctid
+    RETURNING c.queue, c.pending, c.running, c.completed, c.failed, c.cancelled, c.at
 ), counted AS (
     -- The jobs that completed or failed, by the minute of the statement that did it:
     -- a change counts up only where jobs reached that state (retention and retries
