@@ -36,10 +36,10 @@ from typing import Any
 import asyncpg
 
 from jobqueue import logs
+from jobqueue.control import set_limits
 from jobqueue.db.migrate import migrate
 from jobqueue.db.store import Store
-from jobqueue.limits import claims
-from jobqueue.limits.control import set_limits
+from jobqueue.worker import limited_claim
 
 SCHEMA = "jobqueue"
 QUEUES = "default,mail,api,tenants"
@@ -197,7 +197,7 @@ async def claim_costs(dsn: str, n: int) -> dict[str, float]:
                 if queue == "unlimited":
                     got = await store.claim(queue=queue, limit=10, worker_id="w", lease_seconds=60)
                 else:
-                    got = await claims.claim(
+                    got = await limited_claim.claim(
                         store, queue=queue, limit=10, worker_id="w", lease_seconds=60
                     )
                 took.append(time.perf_counter() - started)

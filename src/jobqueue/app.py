@@ -40,7 +40,6 @@ from jobqueue.db.records import JobRow
 from jobqueue.db.store import Clock, Store
 from jobqueue.enqueuer import insert, on_pool, opened
 from jobqueue.job import RETRYABLE_STATES, Attempt, Job, JobStatus, QueueInfo, WorkerInfo
-from jobqueue.limits import control as queue_limits
 from jobqueue.observability import trace_context
 from jobqueue.retry import RetryPolicy
 from jobqueue.rows import Rows
@@ -602,7 +601,7 @@ class JobQueue:
         ``global_limit``, ``key_limit`` (jobs running at once), ``rate_limit``,
         ``key_rate_limit`` (starts per period, "100/m"); None removes one."""
         fields.check_options(queue=name)
-        await queue_limits.set_limits(await self.store(), name, limits, by=by)
+        await control.set_limits(await self.store(), name, limits, by=by)
         return await self.queue(name)
 
     @raises_unavailable

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sized
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sized
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -24,6 +25,7 @@ from jobqueue.job import (
     JobStatus,
     QueueInfo,
 )
+from jobqueue.limits.model import changes_from, parse_entries
 from jobqueue.observability import lifecycle
 
 B = TypeVar("B", bound=Sized)
@@ -223,3 +225,26 @@ async def audited_batches(
         yield done
         if len(done) < BATCH:
             return
+
+
+# Queue limits (docs/limits.md): set in one transaction with their audit row.
+
+
+async def declare(store: Store, entries: str) -> None:
+    """Write the limits JOBQUEUE_LIMITS declares (already checked by config)."""
+    for queue, given in parse_entries(entries).items():
+        await set_limits(store, queue, given)
+
+
+async def set_limits(
+    store: Store, name: str, given: Mapping[str, Any], *, by: Actor | None = None
+) -> None:
+    """Set the limits ``given`` names (None removes one) on queue ``name``, whether or
+    not it has jobs; ValueError naming the field if one is wrong (nothing is stored)."""
+    changes = changes_from(given)
+    async with store.transaction() as tx:
+        await tx.queue_limits_set(name=name, columns=json.dumps(changes.columns()))
+        if by is not None:
+            await audit.record_as(
+                tx, by, Action.QUEUE_LIMITS, target=name, filter=changes.as_json()
+            )

@@ -52,7 +52,9 @@ class Database:
         """The database's DSN; resolving it may start the embedded server."""
         with self._lock:
             if self._dsn is None:
-                self._dsn, self._embedded = resolve_dsn(self.settings)
+                self._dsn, self._embedded = resolve_dsn(
+                    self.settings.database_url, self.settings.data_path
+                )
             return self._dsn
 
     def use_dsn(self, dsn: str) -> None:
@@ -112,7 +114,8 @@ class Database:
     async def session(self) -> asyncpg.Connection:
         """A connection of its own, to the direct session if there is one, else
         through the pooler."""
-        return await connect_session(self.settings, await self.resolved_dsn())
+        dsn = await self.resolved_dsn()
+        return await connect_session(self.settings.direct_dsn(dsn), dsn)
 
     async def close_loop(self, *, terminate: bool = False) -> None:
         """Close this event loop's pool; the next use opens a new one."""

@@ -34,7 +34,7 @@ _PR_SET_PDEATHSIG = 1
 
 
 def run(settings: Settings, processes: int) -> int:
-    dsn, embedded = resolve_dsn(settings)
+    dsn, embedded = resolve_dsn(settings.database_url, settings.data_path)
     try:
         if settings.migrate:
             migrate_when_reachable(settings, dsn)
@@ -79,7 +79,7 @@ def migrate_when_reachable(settings: Settings, dsn: str) -> None:
 
 
 async def _migrate(settings: Settings, dsn: str) -> None:
-    conn = await connect_session(settings, dsn)
+    conn = await connect_session(settings.direct_dsn(dsn), dsn)
     try:
         await migrate(conn, settings.schema)
     finally:

@@ -16,7 +16,7 @@ from jobqueue.db.records import ClaimedJob, Failure
 from jobqueue.db.sql import queries
 from jobqueue.db.store import Store
 from jobqueue.job import JobStatus
-from jobqueue.limits import claims
+from jobqueue.worker import limited_claim
 
 pytestmark = pytest.mark.anyio
 
@@ -25,7 +25,7 @@ T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
 async def claim(jq: JobQueue, queue: str, wanted: int = 10, worker: str = "w1") -> list[ClaimedJob]:
     async with (await jq.store()).connection() as store:
-        return await claims.claim(
+        return await limited_claim.claim(
             store, queue=queue, limit=wanted, worker_id=worker, lease_seconds=30
         )
 

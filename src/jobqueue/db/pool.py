@@ -7,12 +7,12 @@ import contextlib
 import functools
 import socket
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import asyncpg
 
 from jobqueue import logs
-from jobqueue.config import Settings
 from jobqueue.db.embedded import EmbeddedPostgres, follow
 from jobqueue.db.hosts import single_host_dsns
 from jobqueue.errors import DatabaseUnavailable
@@ -104,11 +104,12 @@ def set_tcp_options(conn: asyncpg.Connection) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
 
 
-def resolve_dsn(settings: Settings) -> tuple[str, EmbeddedPostgres | None]:
-    """The DSN to use, starting (or attaching to) the embedded server when none is set."""
-    if settings.database_url:
-        return settings.database_url, None
-    server = EmbeddedPostgres(settings.data_path)
+def resolve_dsn(database_url: str | None, data_path: Path) -> tuple[str, EmbeddedPostgres | None]:
+    """The DSN to use: ``database_url``, else the embedded server's in ``data_path``,
+    started (or attached to)."""
+    if database_url:
+        return database_url, None
+    server = EmbeddedPostgres(data_path)
     return server.start(), server
 
 
@@ -336,10 +337,9 @@ async def connect_each_host(dsn: str, **options: Any) -> asyncpg.Connection:
     return conn
 
 
-async def connect_session(settings: Settings, dsn: str) -> asyncpg.Connection:
-    """A connection of its own for ``dsn`` (DATABASE_URL, resolved): to the direct
-    session if there is one, else through the pooler (poll-only, Settings.poll_only)."""
-    direct = settings.direct_dsn(dsn)
+async def connect_session(direct: str | None, dsn: str) -> asyncpg.Connection:
+    """A connection of its own: to ``direct``, the direct session, if there is one,
+    else to ``dsn`` through the pooler (poll-only, Settings.poll_only)."""
     return await connect(direct or dsn, pooler=direct is None)
 
 

@@ -260,7 +260,7 @@ class Store:
         types: Sequence[str] | None = None,
     ) -> list[ClaimedJob]:
         """Claim up to ``limit`` due jobs of ``queue`` within its limits; after
-        ``limit_lock`` in the same transaction (jobqueue.limits.claims). ``types``: only
+        ``limit_lock`` in the same transaction (jobqueue.worker.limited_claim). ``types``: only
         jobs of these types (None: of every type)."""
         rows = await self.db.fetch(
             self._q.claim_limited, queue, limit, worker_id, lease_seconds, self.clock.now(),

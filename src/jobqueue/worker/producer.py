@@ -13,7 +13,7 @@ start; it also does whenever the listener is not in place, and every
 FULL_SCAN_SECONDS in any case.
 
 A queue with limits shared by every worker (jobqueue.limits: global_limit, key
-limits, rates) is claimed by jobqueue.limits.claims instead, under the queue's row
+limits, rates) is claimed by worker/limited_claim.py instead, under the queue's row
 lock. Which queues have such limits is read once per poll interval, so a queue
 without them never takes that lock, and one with no due job is passed over after one
 probe, without it. A limited queue that had fewer jobs to give
@@ -46,9 +46,9 @@ from jobqueue.db.pool import log_failure, resend_unsent
 from jobqueue.db.records import ClaimedJob, ClaimKey
 from jobqueue.db.sql import new_jobs
 from jobqueue.db.store import Store
-from jobqueue.limits import claims as limited_claims
 from jobqueue.logs import get_logger
 from jobqueue.signals import Signal, Signals
+from jobqueue.worker import limited_claim
 from jobqueue.worker.completer import Handoff
 from jobqueue.worker.executor import Executor
 
@@ -276,7 +276,7 @@ class Producer:
                         continue  # nothing to start: no lock taken
                     writes = self._writes
                     started = time.perf_counter()
-                    jobs = await limited_claims.claim(
+                    jobs = await limited_claim.claim(
                         store,
                         queue=queue,
                         limit=wanted,

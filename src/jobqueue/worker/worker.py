@@ -18,12 +18,11 @@ from typing import Any
 
 import asyncpg
 
-from jobqueue import config
+from jobqueue import config, control
 from jobqueue.config import Settings
 from jobqueue.cron import Schedule, parse_entries
 from jobqueue.db.listener import Listener
 from jobqueue.db.store import Clock, Store
-from jobqueue.limits import control as queue_limits
 from jobqueue.logs import get_logger
 from jobqueue.maintenance import Leader
 from jobqueue.observability import job_logs, observers
@@ -218,7 +217,7 @@ class Worker:
     async def start(self) -> None:
         await self.heartbeat.register()
         if self._settings.limits is not None:
-            await queue_limits.declare(self._store, self._settings.limits)
+            await control.declare(self._store, self._settings.limits)
         self._tasks = [
             asyncio.create_task(self.completer.run(), name="completer"),
             asyncio.create_task(self.progress.run(), name="progress"),
