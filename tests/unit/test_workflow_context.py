@@ -9,6 +9,7 @@ import pytest
 
 from jobqueue.db.records import ClaimedJob, ParentResult
 from jobqueue.observability.lifecycle import attempt_fields
+from jobqueue.worker.executor import context_of
 
 NOW = datetime.now(UTC)
 IN_WORKFLOW = ClaimedJob(7, "load", "default", {}, 1, 3, 0, NOW, None, 42)
@@ -22,8 +23,8 @@ def test_the_attempt_events_name_the_workflow_of_a_workflow_job_only() -> None:
 
 def test_ctx_log_lines_carry_the_workflow(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO, "jobqueue.job"):
-        IN_WORKFLOW.context().log.info("loading")
-        ALONE.context().log.info("alone")
+        context_of(IN_WORKFLOW).log.info("loading")
+        context_of(ALONE).log.info("alone")
     loading, alone = (r.getMessage() for r in caplog.records)
     assert loading.startswith("loading ")
     assert "workflow_id=42" in loading
@@ -32,13 +33,13 @@ def test_ctx_log_lines_carry_the_workflow(caplog: pytest.LogCaptureFixture) -> N
 
 
 def test_parent_results_by_ref_and_the_only_parents_result() -> None:
-    one = IN_WORKFLOW.context(parents=[ParentResult("extract", "completed", [1, 2])])
+    one = context_of(IN_WORKFLOW, parents=[ParentResult("extract", "completed", [1, 2])])
     assert (one.workflow_id, one.parent_result, one.failed_parents) == (42, [1, 2], ())
-    two = IN_WORKFLOW.context(
-        parents=[ParentResult("b", "completed", 1), ParentResult("c", "failed", None)]
+    two = context_of(
+        IN_WORKFLOW, parents=[ParentResult("b", "completed", 1), ParentResult("c", "failed", None)]
     )
     assert two.parent_results == {"b": 1, "c": None}
     assert two.failed_parents == ("c",)
     with pytest.raises(ValueError, match="has 2 parents; read parent_results"):
         _ = two.parent_result
-    assert ALONE.context().parent_results == {}
+    assert context_of(ALONE).parent_results == {}

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import functools
 import json
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
-
-from jobqueue.context import JobContext, JobLog
 
 if TYPE_CHECKING:
     from jobqueue.job import Job
@@ -78,27 +73,6 @@ class ClaimedJob:
         return cls(
             r[0], r[1], r[2], {} if payload == "{}" else json.loads(payload), r[4], r[5], r[6],
             r[7], None if trace is None else json.loads(trace), r[9], r[10],
-        )  # fmt: skip
-
-    def context(
-        self,
-        cancel: threading.Event | None = None,
-        report: Callable[[ClaimedJob, float | None, str | None], None] | None = None,
-        job_log: JobLog | None = None,
-        parents: list[ParentResult] | None = None,
-    ) -> JobContext:
-        """The handler's view of this job; ``report`` receives its progress reports,
-        ``job_log`` keeps its log lines; ``parents``: a workflow job's."""
-        on_progress = None if report is None else functools.partial(report, self)
-        if not parents:
-            return JobContext(
-                self.id, self.type, self.queue, self.attempt, self.max_attempts, cancel,
-                on_progress, job_log, self.workflow_id,
-            )  # fmt: skip
-        return JobContext(
-            self.id, self.type, self.queue, self.attempt, self.max_attempts, cancel, on_progress,
-            job_log, self.workflow_id, {p.ref: p.result for p in parents},
-            tuple(p.ref for p in parents if p.status != "completed"),
         )  # fmt: skip
 
     @property

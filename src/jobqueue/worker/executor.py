@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextvars
+import functools
 import threading
 import time
 import traceback
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jobqueue import results
+from jobqueue.context import JobContext, JobLog
 from jobqueue.db.records import ClaimedJob, ParentResult
 from jobqueue.logs import get_logger
 from jobqueue.observability import lifecycle
@@ -251,12 +253,12 @@ class Executor:
         if not task.takes_context:
             args: tuple[Any, ...] = (payload,)
         elif task.isolated:  # stopped by cancellation itself; in a process of its own
-            args = (payload, job.context(parents=parents))
+            args = (payload, context_of(job, parents=parents))
         elif task.is_async:  # stopped by cancellation itself
-            args = (payload, job.context(None, self._report, self._job_log(job), parents))
+            args = (payload, context_of(job, None, self._report, self._job_log(job), parents))
         else:
             flag = self._cancel_flags[job.id] = threading.Event()
-            args = (payload, job.context(flag, self._report, self._job_log(job), parents))
+            args = (payload, context_of(job, flag, self._report, self._job_log(job), parents))
         timeout = task.timeout if task.timeout is not None else self._default_timeout
         if timeout is None:  # the common case, on the hot path: no timeout context
             if task.is_async and not task.isolated:  # as _call, without its frame
@@ -364,3 +366,25 @@ class Executor:
 
     def shutdown_threads(self) -> None:
         self._threads.shutdown(wait=False, cancel_futures=True)
+
+
+def context_of(
+    job: ClaimedJob,
+    cancel: threading.Event | None = None,
+    report: Callable[[ClaimedJob, float | None, str | None], None] | None = None,
+    job_log: JobLog | None = None,
+    parents: list[ParentResult] | None = None,
+) -> JobContext:
+    """The handler's view of ``job``; ``report`` receives its progress reports,
+    ``job_log`` keeps its log lines; ``parents``: a workflow job's."""
+    on_progress = None if report is None else functools.partial(report, job)
+    if not parents:
+        return JobContext(
+            job.id, job.type, job.queue, job.attempt, job.max_attempts, cancel,
+            on_progress, job_log, job.workflow_id,
+        )  # fmt: skip
+    return JobContext(
+        job.id, job.type, job.queue, job.attempt, job.max_attempts, cancel, on_progress,
+        job_log, job.workflow_id, {p.ref: p.result for p in parents},
+        tuple(p.ref for p in parents if p.status != "completed"),
+    )  # fmt: skip
