@@ -347,11 +347,14 @@ class JobQueue:
         max_attempts: int | None = None,
         run_at: datetime | None = None,
         delay_seconds: float | None = None,
+        concurrency_key: str | None = None,
         conn: asyncpg.Connection | None = None,
     ) -> list[int]:
         """Store one job of ``type`` per payload, all or none, in one statement; return
         their ids in order. Workers are woken once per batch, not once per job. An outage
-        raises EnqueueFailed or EnqueueOutcomeUnknown, as ``enqueue`` does."""
+        raises EnqueueFailed or EnqueueOutcomeUnknown, as ``enqueue`` does.
+        ``concurrency_key``: every job's key (default: each payload's own, as its task
+        names it)."""
         options = self._rows.options(
             type,
             queue=queue,
@@ -363,6 +366,8 @@ class JobQueue:
         encoded, keys = self._rows.payloads(options.type, payloads)
         if not encoded:
             return []
+        if concurrency_key is not None:
+            keys = [fields.check_concurrency_key(concurrency_key)] * len(encoded)
         trace = trace_context.recorded(bulk=True)
         ids = await self._write(
             conn,

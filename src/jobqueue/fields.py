@@ -98,6 +98,7 @@ def check_options(
     delay_seconds: Any = None,
     unique_key: Any = None,
     unique_for: Any = None,
+    concurrency_key: Any = None,
 ) -> None:
     """Raise ValueError, naming the field, for the first option that breaks a rule."""
     if payload is not None and not isinstance(payload, Mapping):
@@ -127,6 +128,7 @@ def check_options(
                          f"{MAX_DELAY_SECONDS}, got {unique_for!r}")  # fmt: skip
     if unique_for is not None and unique_key is None:
         raise ValueError("unique_for: needs a unique_key")
+    check_concurrency_key(concurrency_key)
 
 
 def _is_int_in(value: Any, low: int, high: int) -> bool:

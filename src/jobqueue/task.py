@@ -263,6 +263,7 @@ class Task(Generic[M, R]):
         delay_seconds: float | None = None,
         unique_key: str | None = None,
         unique_for: float | None = None,
+        concurrency_key: str | None = None,
         conn: Any = None,
         **fields: Any,
     ) -> Job:
@@ -280,6 +281,7 @@ class Task(Generic[M, R]):
             delay_seconds=delay_seconds,
             unique_key=unique_key,
             unique_for=unique_for,
+            concurrency_key=concurrency_key,
             conn=conn,
         )
 
@@ -295,6 +297,7 @@ class Task(Generic[M, R]):
         delay_seconds: float | None = None,
         unique_key: str | None = None,
         unique_for: float | None = None,
+        concurrency_key: str | None = None,
         conn: AppConnection | None = None,
         **fields: Any,
     ) -> Job:
@@ -311,6 +314,7 @@ class Task(Generic[M, R]):
             delay_seconds=delay_seconds,
             unique_key=unique_key,
             unique_for=unique_for,
+            concurrency_key=concurrency_key,
             conn=conn,
         )
 

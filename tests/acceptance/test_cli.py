@@ -226,6 +226,15 @@ def test_the_queue_flag_sets_limits(spawn: Spawn, env: dict[str, str]) -> None:
     assert worker.stop() == 0
 
 
+def test_a_concurrency_key_from_the_cli(env: dict[str, str]) -> None:
+    keyed = jobqueue(env, "enqueue", "x", "--concurrency-key", "tenant-7", "--json", "--force")
+    assert json.loads(keyed.stdout)["concurrency_key"] == "tenant-7"
+    empty = jobqueue(env, "enqueue", "x", "--concurrency-key", "", "--force")
+    assert empty.returncode == 2, empty
+    assert len(empty.stderr.splitlines()) == 1
+    assert "concurrency_key" in empty.stderr
+
+
 def test_unique_enqueue_from_the_cli(env: dict[str, str]) -> None:
     unique = ("enqueue", "x", "--unique-key", "k", "--json", "--force")
     first = json.loads(jobqueue(env, *unique).stdout)

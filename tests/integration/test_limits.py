@@ -168,3 +168,22 @@ async def test_a_unique_job_carries_its_concurrency_key(jq: JobQueue) -> None:
     assert got is not None
     assert got.concurrency_key == "acme"
     assert len(await claim(jq, "mail")) == 1  # one of acme's three at a time
+
+
+async def test_a_given_concurrency_key_is_stored_from_a_task_and_a_batch(jq: JobQueue) -> None:
+    """Task.enqueue_async and enqueue_many take the key as JobQueue.enqueue does: the
+    given key wins over the task's payload field, for each job of a batch."""
+
+    @jq.task("keyed", concurrency_key="tenant")
+    async def keyed(payload: dict[str, Any]) -> None:
+        return None
+
+    one = await keyed.enqueue_async({"tenant": "from-payload"}, concurrency_key="tenant-a")
+    batch = await jq.enqueue_many("keyed", [{"tenant": "x"}, {}], concurrency_key="tenant-b")
+    own = await jq.enqueue_many("keyed", [{"tenant": "c"}])
+    stored = {job.id: job.concurrency_key for job in await jq.list(limit=10)}
+    assert stored == {one.id: "tenant-a", batch[0]: "tenant-b", batch[1]: "tenant-b",
+                      own[0]: "c"}  # fmt: skip
+    with pytest.raises(ValueError, match="concurrency_key"):
+        await jq.enqueue_many("keyed", [{}], concurrency_key="")
+    assert len(await jq.list(limit=10)) == 4  # nothing stored

@@ -49,6 +49,10 @@ def add_enqueue_command(commands: Commands) -> None:
     cmd.add_argument("--unique-key", help="store nothing while a job with this key is active")
     cmd.add_argument("--unique-for", type=float, help="seconds the key holds after completion")
     cmd.add_argument(
+        "--concurrency-key",
+        help="its key for the queue's key limits (default: its task's payload field)",
+    )
+    cmd.add_argument(
         "--force",
         action="store_true",
         help="store the job even if no live worker of its queue has a handler for its type",
@@ -137,6 +141,7 @@ def run_enqueue(args: argparse.Namespace) -> int:
         "delay_seconds": args.delay,
         "unique_key": args.unique_key,
         "unique_for": args.unique_for,
+        "concurrency_key": args.concurrency_key,
     }
     try:
         job_type = fields.check_type(args.type)

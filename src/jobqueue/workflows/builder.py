@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from jobqueue import fields
+from jobqueue.options import JOB_OPTIONS
 from jobqueue.rows import Rows
 from jobqueue.workflows.model import (
     ON_FAILURE,
@@ -82,10 +83,7 @@ class _Spec:
 Parents = Iterable[Node | str]
 Creator = Callable[[str | None, list[Planned], Any], Awaitable[CreatedWorkflow]]
 
-_OPTIONS = frozenset(
-    {"queue", "priority", "max_attempts", "run_at", "delay_seconds", "unique_key", "unique_for",
-     "concurrency_key"}
-)  # fmt: skip
+_OPTIONS = frozenset(JOB_OPTIONS)
 
 
 class WorkflowBuilder:
