@@ -26,7 +26,7 @@ import importlib
 import inspect
 import sys
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, Protocol, TypeVar
 
@@ -34,7 +34,7 @@ import typing_extensions
 
 from jobqueue import fields
 from jobqueue.config import Settings
-from jobqueue.cron import Schedule
+from jobqueue.cron import Schedule, parse_entries
 from jobqueue.retry import RetryPolicy
 
 if TYPE_CHECKING:
@@ -129,6 +129,20 @@ def job_options(
         0 if priority is None else priority,
         settings.max_attempts if max_attempts is None else max_attempts,
     )
+
+
+def schedules(
+    settings: Settings, tasks: Mapping[str, Task[Any, Any]]
+) -> list[tuple[Schedule, tuple[str, int, int]]]:
+    """The periodic jobs: those declared on tasks, then JOBQUEUE_CRON's; each with the
+    queue, priority and max_attempts its jobs get (from their task, if this process
+    has one)."""
+    declared = [t.schedule for t in tasks.values() if t.schedule is not None]
+    configured = parse_entries(tuple(settings.cron.split(";"))) if settings.cron else []
+    return [
+        (schedule, job_options(tasks.get(schedule.type), settings))
+        for schedule in [*declared, *configured]
+    ]
 
 
 class TaskDecorator(Protocol):

@@ -30,6 +30,7 @@ from jobqueue.job import (
 )
 from jobqueue.limits import LIMIT_FIELDS
 from jobqueue.maintenance.leader import ROLE as LEADER_ROLE
+from jobqueue.task import schedules
 from jobqueue.tokens import Principal, Scope
 from jobqueue.ui import audit, bulk, charts, inprocess, session
 from jobqueue.ui.live import Hub
@@ -624,8 +625,6 @@ async def workers(request: Request) -> HTMLResponse:
 
 @router.get("/cron", response_class=HTMLResponse)
 async def cron(request: Request) -> HTMLResponse:
-    from jobqueue.worker.worker import schedules
-
     who = await session.principal(request)
     jq = jobqueue(request)
     store = await jq.store()

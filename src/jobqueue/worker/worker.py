@@ -20,14 +20,13 @@ import asyncpg
 
 from jobqueue import config, control
 from jobqueue.config import Settings
-from jobqueue.cron import Schedule, parse_entries
 from jobqueue.db.listener import Listener
 from jobqueue.db.store import Clock, Store
 from jobqueue.logs import get_logger
 from jobqueue.maintenance import Leader
 from jobqueue.observability import job_logs, observers
 from jobqueue.retry import ExponentialBackoff
-from jobqueue.task import Task, job_options
+from jobqueue.task import Task, schedules
 from jobqueue.wakeups import RelayedListener
 from jobqueue.worker.completer import Completer
 from jobqueue.worker.executor import Executor
@@ -91,20 +90,6 @@ def worker_settings(
 
 def new_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-
-
-def schedules(
-    settings: Settings, tasks: Mapping[str, Task[Any, Any]]
-) -> list[tuple[Schedule, tuple[str, int, int]]]:
-    """The periodic jobs: those declared on tasks, then JOBQUEUE_CRON's; each with the
-    queue, priority and max_attempts its jobs get (from their task, if this process
-    has one)."""
-    declared = [t.schedule for t in tasks.values() if t.schedule is not None]
-    configured = parse_entries(tuple(settings.cron.split(";"))) if settings.cron else []
-    return [
-        (schedule, job_options(tasks.get(schedule.type), settings))
-        for schedule in [*declared, *configured]
-    ]
 
 
 class Worker:
