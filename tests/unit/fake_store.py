@@ -1,0 +1,65 @@
+"""A fake of the part of the store that the completer writes through: it records
+each statement it is asked to run, refuses what a test tells it to refuse (a fence
+that no longer holds), and fails while a test says the database is down. A test
+helper, not a second queue: it keeps no jobs."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from jobqueue.db.records import ClaimedJob, Failure
+
+
+@dataclass
+class Written:
+    kind: str  # "complete", "cancel", "fail", "release"
+    ids: list[int]
+
+
+class FakePool:
+    def get_max_size(self) -> int:
+        return 1
+
+
+@dataclass
+class FakeStore:
+    written: list[Written] = field(default_factory=list)
+    results: dict[int, Any] = field(default_factory=dict)
+    refuse: set[int] = field(default_factory=set)  # ids whose fence no longer holds
+    down: int = 0  # how many writes to fail, as an unreachable database does
+    pool: FakePool = field(default_factory=FakePool)
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[FakeStore]:
+        yield self
+
+    def _write(self, kind: str, jobs: list[ClaimedJob]) -> list[ClaimedJob]:
+        if self.down:
+            self.down -= 1
+            raise ConnectionRefusedError("the database is down")
+        self.written.append(Written(kind, [j.id for j in jobs]))
+        return [j for j in jobs if j.id in self.refuse]
+
+    async def complete(
+        self,
+        *,
+        jobs: list[ClaimedJob],
+        worker_id: str,
+        status: str,
+        results: str | None = None,
+        error: str | None = None,
+    ) -> list[ClaimedJob]:
+        refused = self._write("complete" if status == "completed" else "cancel", jobs)
+        if results is not None:
+            self.results.update({int(k): v for k, v in json.loads(results).items()})
+        return refused
+
+    async def fail(self, *, failures: list[Failure], worker_id: str) -> list[ClaimedJob]:
+        return self._write("fail", [f.job for f in failures])
+
+    async def release(self, *, jobs: list[ClaimedJob], worker_id: str) -> list[ClaimedJob]:
+        return self._write("release", jobs)
