@@ -1,17 +1,18 @@
-"""A fake of the part of the store that the completer writes through: it records
-each statement it is asked to run, refuses what a test tells it to refuse (a fence
+"""A fake of the part of the store that the producer claims through and the completer
+writes through: it records each statement it is asked to run, hands out the jobs a
+test put in ``due`` in their order, refuses what a test tells it to refuse (a fence
 that no longer holds), and fails while a test says the database is down. A test
-helper, not a second queue: it keeps no jobs."""
+helper, not a second queue: no lease, no retry, no state but what a test sets."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobqueue.db.records import ClaimedJob, Failure
+from jobqueue.db.records import ClaimedJob, ClaimKey, Failure
 
 
 @dataclass
@@ -26,7 +27,17 @@ class FakePool:
 
 
 @dataclass
+class Claimed:
+    queue: str
+    limit: int
+    resume_at: ClaimKey | None
+    types: tuple[str, ...] | None
+
+
+@dataclass
 class FakeStore:
+    due: dict[str, list[ClaimedJob]] = field(default_factory=dict)  # per queue, in order
+    claims: list[Claimed] = field(default_factory=list)
     written: list[Written] = field(default_factory=list)
     results: dict[int, Any] = field(default_factory=dict)
     refuse: set[int] = field(default_factory=set)  # ids whose fence no longer holds
@@ -36,6 +47,29 @@ class FakeStore:
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[FakeStore]:
         yield self
+
+    async def queue_limited(self, *, queues: Sequence[str]) -> dict[str, bool]:
+        return {}
+
+    async def claim(
+        self,
+        *,
+        queue: str,
+        limit: int,
+        worker_id: str,
+        lease_seconds: float,
+        resume_at: ClaimKey | None = None,
+        types: Sequence[str] | None = None,
+    ) -> list[ClaimedJob]:
+        if self.down:
+            self.down -= 1
+            raise ConnectionRefusedError("the database is down")
+        self.claims.append(
+            Claimed(queue, limit, resume_at, None if types is None else tuple(types))
+        )
+        due = self.due.get(queue, [])
+        taken, self.due[queue] = due[:limit], due[limit:]
+        return taken
 
     def _write(self, kind: str, jobs: list[ClaimedJob]) -> list[ClaimedJob]:
         if self.down:
