@@ -6,6 +6,7 @@ helper, not a second queue: no lease, no retry, no state but what a test sets.""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, Sequence
@@ -41,7 +42,8 @@ class FakeStore:
     written: list[Written] = field(default_factory=list)
     results: dict[int, Any] = field(default_factory=dict)
     refuse: set[int] = field(default_factory=set)  # ids whose fence no longer holds
-    down: int = 0  # how many writes to fail, as an unreachable database does
+    down: int = 0  # how many statements to fail, as an unreachable database does
+    outage_met: asyncio.Event = field(default_factory=asyncio.Event)  # one of them failed
     pool: FakePool = field(default_factory=FakePool)
 
     @contextlib.asynccontextmanager
@@ -63,6 +65,7 @@ class FakeStore:
     ) -> list[ClaimedJob]:
         if self.down:
             self.down -= 1
+            self.outage_met.set()
             raise ConnectionRefusedError("the database is down")
         self.claims.append(
             Claimed(queue, limit, resume_at, None if types is None else tuple(types))
@@ -74,6 +77,7 @@ class FakeStore:
     def _write(self, kind: str, jobs: list[ClaimedJob]) -> list[ClaimedJob]:
         if self.down:
             self.down -= 1
+            self.outage_met.set()
             raise ConnectionRefusedError("the database is down")
         self.written.append(Written(kind, [j.id for j in jobs]))
         return [j for j in jobs if j.id in self.refuse]

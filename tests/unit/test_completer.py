@@ -70,7 +70,7 @@ async def test_after_a_big_flush_the_next_gathers_what_comes_meanwhile(
     # Outcomes come in numbers: the next flush waits its interval, and takes all three.
     for i in range(100, 103):
         completer.complete(job(i))
-        await asyncio.sleep(0.005)
+        await next_turn()
     assert await completer.signals.flushed.wait() == 3
     assert store.written[-1] == Written("complete", [100, 101, 102])
 
@@ -110,3 +110,11 @@ async def test_close_says_when_the_outcomes_could_not_be_written(
     completer.complete(job(1))
     assert not await completer.close(timeout=0.3)
     assert store.written == []
+
+
+async def next_turn() -> None:
+    """Let the event loop run one turn (the completer's, if it is ready)."""
+    loop = asyncio.get_running_loop()
+    turn = loop.create_future()
+    loop.call_soon(turn.set_result, None)
+    await turn

@@ -115,7 +115,7 @@ async def test_an_outage_pauses_claims_and_the_listeners_return_resumes_them() -
     p.signals.arm()
     running = asyncio.create_task(p.run())
     try:
-        await asyncio.sleep(0.01)
+        await store.outage_met.wait()  # the claim that meets the outage
         assert executor.started == []
         p.notified(None)  # the listener is back: so is the database
         assert await p.signals.polled.wait() == 1

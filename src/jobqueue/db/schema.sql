@@ -745,6 +745,7 @@ CREATE TABLE jobqueue.queues (
     key_rate_count integer,
     key_rate_period interval,
     key_cursor text,
+    limited boolean GENERATED ALWAYS AS (((global_limit IS NOT NULL) OR (key_limit IS NOT NULL) OR (rate_count IS NOT NULL) OR (key_rate_count IS NOT NULL))) STORED NOT NULL,
     CONSTRAINT queues_global_limit_check CHECK ((global_limit > 0)),
     CONSTRAINT queues_key_limit_check CHECK ((key_limit > 0)),
     CONSTRAINT queues_key_rate_count_check CHECK ((key_rate_count > 0)),

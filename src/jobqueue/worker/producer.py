@@ -249,9 +249,8 @@ class Producer:
         (a task of asyncpg's, a turn of the event loop) is not on the path to their start.
         """
         more = False
-        resume = self._resume
         if not self._notified_reliably() or time.monotonic() >= self._full_scan_at:
-            resume.clear()
+            self._resume.clear()
             self._full_scan_at = time.monotonic() + FULL_SCAN_SECONDS
         # Start from a different queue each time so no queue starves the others.
         self._turn = (self._turn + 1) % len(self.queues)
@@ -271,53 +270,65 @@ class Producer:
                 if wanted <= 0:
                     self._slots_short = True  # at its limit: a finishing job of it wakes us
                     continue
-                if queue in self._limited:
-                    if not await store.limit_due(queue=queue):
-                        continue  # nothing to start: no lock taken
-                    writes = self._writes
-                    started = time.perf_counter()
-                    jobs = await limited_claim.claim(
-                        store,
-                        queue=queue,
-                        limit=wanted,
-                        worker_id=self._worker_id,
-                        lease_seconds=self._lease_seconds,
-                        types=self.types,
-                    )
-                    self.on_claim(time.perf_counter() - started)
-                    if len(jobs) < wanted:
-                        self._limited_short = True
-                        if self._writes != writes:  # during the claim: it may not have seen them
-                            self._wake.set()
-                        if self._limited[queue]:
-                            await self._wake_at_rate(store, queue)
-                    self._started(jobs)
-                    more = more or len(jobs) == wanted
-                    free -= len(jobs)
-                    continue
-                resume_at = resume.get(queue)
-                resets = self._resets
-                started = time.perf_counter()
-                jobs = await store.claim(
-                    queue=queue,
-                    limit=wanted,
-                    worker_id=self._worker_id,
-                    lease_seconds=self._lease_seconds,
-                    resume_at=None if resume_at is None else resume_at[0],
-                    types=self.types,
-                )
-                self.on_claim(time.perf_counter() - started)
-                # A NOTIFY during the claim may have sent this queue back to the start,
-                # for a job that the claim did not see: keep that.
-                if jobs and resets == self._resets:
-                    last = max(jobs, key=_CLAIM_ORDER).key
-                    resume[queue] = (last, (last.run_at - _EPOCH) // _MICROSECOND)
+                claim = self._claim_limited if queue in self._limited else self._claim_free
+                jobs = await claim(store, queue, wanted)
+                if jobs is None:
+                    continue  # nothing to start, and no claim made
                 self._started(jobs)
                 more = more or len(jobs) == wanted
                 free -= len(jobs)
         # Slots ran out before the queues did, or may have: the next freed slot wakes us.
         self._slots_short = self._slots_short or more or free == 0
         return more
+
+    async def _claim_free(self, store: Store, queue: str, wanted: int) -> list[ClaimedJob]:
+        """A queue without shared limits: one statement, no lock, resuming where this
+        worker's last claim of it ended."""
+        resume_at = self._resume.get(queue)
+        resets = self._resets
+        started = time.perf_counter()
+        jobs = await store.claim(
+            queue=queue,
+            limit=wanted,
+            worker_id=self._worker_id,
+            lease_seconds=self._lease_seconds,
+            resume_at=None if resume_at is None else resume_at[0],
+            types=self.types,
+        )
+        self.on_claim(time.perf_counter() - started)
+        # A NOTIFY during the claim may have sent this queue back to the start, for a
+        # job that the claim did not see: keep that.
+        if jobs and resets == self._resets:
+            last = max(jobs, key=_CLAIM_ORDER).key
+            self._resume[queue] = (last, (last.run_at - _EPOCH) // _MICROSECOND)
+        return jobs
+
+    async def _claim_limited(
+        self, store: Store, queue: str, wanted: int
+    ) -> list[ClaimedJob] | None:
+        """A queue with limits shared by every worker: under its row's lock
+        (limited_claim.py), after a probe that takes none; None when the probe found
+        no due job."""
+        if not await store.limit_due(queue=queue):
+            return None
+        writes = self._writes
+        started = time.perf_counter()
+        jobs = await limited_claim.claim(
+            store,
+            queue=queue,
+            limit=wanted,
+            worker_id=self._worker_id,
+            lease_seconds=self._lease_seconds,
+            types=self.types,
+        )
+        self.on_claim(time.perf_counter() - started)
+        if len(jobs) < wanted:
+            self._limited_short = True
+            if self._writes != writes:  # during the claim: it may not have seen them
+                self._wake.set()
+            if self._limited[queue]:
+                await self._wake_at_rate(store, queue)
+        return jobs
 
     async def _wake_at_rate(self, store: Store, queue: str) -> None:
         """Wake when ``queue``'s rate lets a job start again, if before the next poll."""

@@ -33,9 +33,7 @@ WITH better AS (
       -- A paused queue starts nothing, nor does one with limits, which
       -- claim_limited.sql claims (evaluated once per claim, not per row).
       AND NOT EXISTS (SELECT 1 FROM {schema}.queues AS q
-                      WHERE q.name = $1 AND (q.paused_at IS NOT NULL OR q.global_limit IS NOT NULL
-                                            OR q.key_limit IS NOT NULL OR q.rate_count IS NOT NULL
-                                            OR q.key_rate_count IS NOT NULL))
+                      WHERE q.name = $1 AND (q.paused_at IS NOT NULL OR q.limited))
     ORDER BY priority, run_at, id
     LIMIT $2
     FOR UPDATE SKIP LOCKED
@@ -48,9 +46,7 @@ WITH better AS (
                                      COALESCE($7::timestamptz, '-infinity'),
                                      COALESCE($8::bigint, 0))
       AND NOT EXISTS (SELECT 1 FROM {schema}.queues AS q
-                      WHERE q.name = $1 AND (q.paused_at IS NOT NULL OR q.global_limit IS NOT NULL
-                                            OR q.key_limit IS NOT NULL OR q.rate_count IS NOT NULL
-                                            OR q.key_rate_count IS NOT NULL))
+                      WHERE q.name = $1 AND (q.paused_at IS NOT NULL OR q.limited))
     ORDER BY priority, run_at, id
     LIMIT $2 - (SELECT count(*) FROM better)
     FOR UPDATE SKIP LOCKED

@@ -59,9 +59,7 @@ WITH done AS (
       AND c.run_at <= COALESCE($5::timestamptz, now())
       AND NOT EXISTS (SELECT 1 FROM {schema}.queues AS q
                       WHERE q.name = c.queue
-                        AND (q.paused_at IS NOT NULL OR q.global_limit IS NOT NULL
-                             OR q.key_limit IS NOT NULL OR q.rate_count IS NOT NULL
-                             OR q.key_rate_count IS NOT NULL))
+                        AND (q.paused_at IS NOT NULL OR q.limited))
       -- A subquery with LIMIT, never a join: one probe of the claim index per child
       -- (an anti-join could read every due job).
       AND (SELECT 1 FROM {schema}.jobs AS p

@@ -4,6 +4,4 @@
 -- once per poll interval.
 SELECT name, rate_count IS NOT NULL AS rated
 FROM {schema}.queues
-WHERE name = ANY($1::text[])
-  AND (global_limit IS NOT NULL OR key_limit IS NOT NULL OR rate_count IS NOT NULL
-       OR key_rate_count IS NOT NULL)
+WHERE name = ANY($1::text[]) AND limited

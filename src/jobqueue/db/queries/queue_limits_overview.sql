@@ -6,9 +6,7 @@
 WITH limited AS (
     SELECT q.*, COALESCE($2::timestamptz, now()) AS t
     FROM {schema}.queues AS q
-    WHERE ($1::text IS NULL OR q.name = $1)
-      AND (q.global_limit IS NOT NULL OR q.key_limit IS NOT NULL OR q.rate_count IS NOT NULL
-           OR q.key_rate_count IS NOT NULL)
+    WHERE ($1::text IS NULL OR q.name = $1) AND q.limited
 ), usage AS (
     SELECT l.*,
            (SELECT COALESCE(sum(c.running), 0)::bigint
