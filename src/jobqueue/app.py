@@ -36,8 +36,9 @@ from jobqueue.db.connections import (
     sync_executor_for,
 )
 from jobqueue.db.pool import raises_unavailable, unavailable_raised
+from jobqueue.db.query_base import Clock
 from jobqueue.db.records import JobRow
-from jobqueue.db.store import Clock, Store
+from jobqueue.db.store import Store
 from jobqueue.enqueuer import insert, on_pool, opened
 from jobqueue.job import RETRYABLE_STATES, Attempt, Job, JobStatus, QueueInfo, WorkerInfo
 from jobqueue.observability import trace_context

@@ -18,7 +18,8 @@ from jobqueue.config import Settings
 from jobqueue.db.embedded import EmbeddedPostgres
 from jobqueue.db.migrate import migrate
 from jobqueue.db.pool import connect_session, create_pool, resolve_dsn
-from jobqueue.db.store import Clock, Store
+from jobqueue.db.query_base import Clock
+from jobqueue.db.store import Store
 from jobqueue.enqueuer import Enqueuer
 from jobqueue.waiter import Waiter
 

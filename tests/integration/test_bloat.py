@@ -266,7 +266,7 @@ async def test_the_upgrade_to_turns_keeps_the_changes_and_what_roles_were_grante
         for queue in ("mail", "mail", "reports"):
             await store.enqueue(row=job_row(queue))
 
-        assert await migrate(db, name) == [25]
+        assert (await migrate(db, name))[0] == 25  # and the later ones
         assert await reported_counts_of(db, name) == {"mail": 2, "reports": 1}
         granted = {
             privilege

@@ -10,7 +10,7 @@ import pytest
 
 from jobqueue.app import JobQueue
 from jobqueue.context import JobContext
-from jobqueue.db.store import Clock
+from jobqueue.db.query_base import Clock
 from jobqueue.job import JobStatus
 from jobqueue.maintenance.rescuer import Rescuer
 from jobqueue.maintenance.retention import Retention

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 import asyncpg
 
-from jobqueue.db.store import Executor
+from jobqueue.db.query_base import Executor
 
 if TYPE_CHECKING:
     import psycopg

@@ -59,8 +59,9 @@ from prometheus_client import (
 )
 
 from jobqueue.config import ConfigError, Settings
+from jobqueue.db.query_base import Clock
 from jobqueue.db.records import JobOptions, Rescued
-from jobqueue.db.store import Clock, Store
+from jobqueue.db.store import Store
 from jobqueue.limits.model import LimitsInfo, parse_rate
 from jobqueue.logs import get_logger
 

@@ -21,7 +21,8 @@ import asyncpg
 from jobqueue import config, control
 from jobqueue.config import Settings
 from jobqueue.db.listener import Listener
-from jobqueue.db.store import Clock, Store
+from jobqueue.db.query_base import Clock
+from jobqueue.db.store import Store
 from jobqueue.logs import get_logger
 from jobqueue.maintenance import Leader
 from jobqueue.observability import job_logs, observers

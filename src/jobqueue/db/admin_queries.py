@@ -1,0 +1,99 @@
+"""The store's queries of the audit log, the schema and its migrations, and API tokens.
+Part of the Store (db/store.py), which inherits it."""
+
+from __future__ import annotations
+
+from jobqueue.audit_entry import AuditEntry
+from jobqueue.db.query_base import QueryBase, _count, _or_none
+from jobqueue.tokens import StoredToken, TokenInfo
+
+
+class AdminQueries(QueryBase):
+    # -- the audit log ------------------------------------------------------------------
+
+    async def audit_count(self, *, entry_id: int, add: int) -> None:
+        """Add ``add`` jobs to the count of a bulk action's row."""
+        await self.db.execute(self._q.audit_count, entry_id, add)
+
+    async def audit_expire(self, *, older_than_seconds: float, limit: int) -> int:
+        """Delete up to ``limit`` rows older than ``older_than_seconds``; return how many."""
+        status = await self.db.execute(
+            self._q.audit_expire, older_than_seconds, limit, self.clock.now()
+        )
+        return _count(status)
+
+    async def audit_insert(
+        self,
+        *,
+        actor: str,
+        action: str,
+        target: str | None,
+        filter: str | None,
+        count: int | None,
+        client: str | None,
+        result: str,
+    ) -> int:
+        """One row (``filter``: JSON text); its id."""
+        entry_id: int = await self.db.fetchval(
+            self._q.audit_insert, actor, action, target, filter, count, client, result,
+            self.clock.now(),
+        )  # fmt: skip
+        return entry_id
+
+    async def audit_list(
+        self, *, actor: str | None, action: str | None, before_id: int | None, limit: int
+    ) -> list[AuditEntry]:
+        """Newest first; ``before_id`` pages on from the last id of the page before."""
+        records = await self.db.fetch(self._q.audit_list, actor, action, before_id, limit)
+        return [AuditEntry.from_record(r) for r in records]
+
+    # -- the schema and its migrations ----------------------------------------------------
+
+    async def ping(self) -> None:
+        await self.db.execute(self._q.ping)
+
+    async def migration_lock(self, *, key: int) -> None:
+        """Wait for the lock ``key``, held until this transaction ends."""
+        await self.db.execute(self._q.migration_lock, key)
+
+    # -- API tokens ----------------------------------------------------------------------
+
+    async def token_create(
+        self, *, token: StoredToken, expires_in_seconds: float | None
+    ) -> TokenInfo | None:
+        """Store ``token``; None when an unrevoked token already has its name."""
+        record = await self.db.fetchrow(
+            self._q.token_create, token.key_id, token.name, token.secret_hash,
+            list(token.scopes), _or_none(token.queues), _or_none(token.types),
+            self.clock.now(), expires_in_seconds,
+        )  # fmt: skip
+        return None if record is None else TokenInfo.from_record(record)
+
+    async def token_revoke(self, *, name: str) -> TokenInfo | None:
+        record = await self.db.fetchrow(self._q.token_revoke, name, self.clock.now())
+        return None if record is None else TokenInfo.from_record(record)
+
+    async def tokens_list(self) -> list[StoredToken]:
+        return [StoredToken.from_record(r) for r in await self.db.fetch(self._q.tokens_list)]
+
+    async def tokens_active_exist(self) -> bool:
+        """Whether an unrevoked, unexpired token exists; raises UndefinedTableError on a
+        schema not migrated yet."""
+        found: bool = await self.db.fetchval(self._q.tokens_active_exist, self.clock.now())
+        return found
+
+    async def schema_create(self) -> None:
+        await self.db.execute(self._q.schema_create)
+
+    async def migrations_create(self) -> None:
+        await self.db.execute(self._q.migrations_create)
+
+    async def migrations_applied(self) -> set[int]:
+        return {row["version"] for row in await self.db.fetch(self._q.migrations_applied)}
+
+    async def migrations_record(self, *, version: int, name: str) -> None:
+        await self.db.execute(self._q.migrations_record, version, name)
+
+    async def schema_tables(self) -> set[str]:
+        """The names of the schema's tables."""
+        return {row["name"] for row in await self.db.fetch(self._q.schema_tables)}
