@@ -128,7 +128,8 @@ def check_options(
                          f"{MAX_DELAY_SECONDS}, got {unique_for!r}")  # fmt: skip
     if unique_for is not None and unique_key is None:
         raise ValueError("unique_for: needs a unique_key")
-    check_concurrency_key(concurrency_key)
+    if concurrency_key is not None:
+        check_concurrency_key(concurrency_key)
 
 
 def _is_int_in(value: Any, low: int, high: int) -> bool:
