@@ -612,7 +612,7 @@ def api_main() -> None:
     and the metrics' sampling."""
     # Here, not above: only this process loads the HTTP stack.
     from jobqueue import cli
-    from jobqueue.api import auth
+    from jobqueue.auth import authenticator as auth
     from jobqueue.observability import metrics
 
     auth.REFRESH_SECONDS = auth.MAX_AGE_SECONDS = QUIET_SECONDS

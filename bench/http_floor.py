@@ -46,7 +46,7 @@ from jobqueue.db.records import JobRow
 from jobqueue.db.sql import queries
 from jobqueue.db.store import Store
 from jobqueue.encoding import to_json
-from jobqueue.enqueuer import Enqueuer
+from jobqueue.enqueue.enqueuer import Enqueuer
 from jobqueue.server import Roles, event_loop, listen_socket
 
 

@@ -31,7 +31,7 @@ from jobqueue.app import JobQueue
 from jobqueue.config import Settings
 from jobqueue.db.migrate import migrate
 from jobqueue.db.store import Store
-from jobqueue.job import JobStatus
+from jobqueue.model.job import JobStatus
 from jobqueue.workflows import step
 
 SCHEMA = "jobqueue"

@@ -30,7 +30,7 @@ from jobqueue.app import JobQueue
 from jobqueue.config import Settings
 from jobqueue.db.embedded import EmbeddedPostgres
 from jobqueue.db.migrate import migrate
-from jobqueue.job import Job
+from jobqueue.model.job import Job
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent

@@ -2,8 +2,13 @@
 
 from jobqueue.app import JobQueue
 from jobqueue.context import JobContext
-from jobqueue.errors import DatabaseUnavailable, EnqueueError, EnqueueFailed, EnqueueOutcomeUnknown
-from jobqueue.job import Attempt, Job, JobStatus
+from jobqueue.model.errors import (
+    DatabaseUnavailable,
+    EnqueueError,
+    EnqueueFailed,
+    EnqueueOutcomeUnknown,
+)
+from jobqueue.model.job import Attempt, Job, JobStatus
 from jobqueue.retry import Discard, ExponentialBackoff, FixedDelay, RetryAt
 from jobqueue.task import PayloadError, Task
 

@@ -8,7 +8,7 @@ async def send_email(payload: dict) -> None: ...
 job = await jq.enqueue("send_email", {"to": "a@b.c"})
 job = jq.enqueue_sync("send_email", {"to": "a@b.c"})   # from sync code
 
-A facade: tasks live in jobqueue.task, rows are built by jobqueue.rows, the
+A facade: tasks live in jobqueue.task, rows are built by jobqueue.enqueue.rows, the
 database and what is open on it in jobqueue.database, queries in jobqueue.db.store,
 job control in jobqueue.control and the sync API's loop in jobqueue.sync_bridge.
 """
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import asyncpg
 
-from jobqueue import config, control, fields, logs, observability
+from jobqueue import config, control, logs, observability
 from jobqueue.audit import Actor
 from jobqueue.config import Settings
 from jobqueue.database import Database
@@ -39,11 +39,12 @@ from jobqueue.db.pool import raises_unavailable, unavailable_raised
 from jobqueue.db.query_base import Clock
 from jobqueue.db.records import JobRow
 from jobqueue.db.store import Store
-from jobqueue.enqueuer import insert, on_pool, opened
-from jobqueue.job import RETRYABLE_STATES, Attempt, Job, JobStatus, QueueInfo, WorkerInfo
+from jobqueue.enqueue.enqueuer import insert, on_pool, opened
+from jobqueue.enqueue.rows import Rows
+from jobqueue.model import fields
+from jobqueue.model.job import RETRYABLE_STATES, Attempt, Job, JobStatus, QueueInfo, WorkerInfo
 from jobqueue.observability import trace_context
 from jobqueue.retry import RetryPolicy
-from jobqueue.rows import Rows
 from jobqueue.sync_bridge import SyncBridge
 from jobqueue.task import Task, TaskDecorator, task_decorator
 from jobqueue.worker.worker import Worker, in_process, worker_settings
@@ -53,8 +54,8 @@ from jobqueue.workflows.model import CreatedWorkflow, OnFailure, Workflow, Workf
 from jobqueue.workflows.plan import Planned
 
 if TYPE_CHECKING:
-    from jobqueue.idempotency import IdempotencyKey
-    from jobqueue.new_job import NewJob
+    from jobqueue.enqueue.idempotency import IdempotencyKey
+    from jobqueue.enqueue.new_job import NewJob
     from jobqueue.waiter import Waiter
     from jobqueue.workflows.schema import NewWorkflow
 
@@ -279,7 +280,7 @@ class JobQueue:
 
         When the database cannot be reached (without ``conn``): EnqueueFailed if nothing
         was stored, EnqueueOutcomeUnknown if the connection died once the job was sent,
-        so that it may be stored; retry that one with a ``unique_key`` (jobqueue.errors).
+        so that it may be stored; retry that one with a ``unique_key`` (jobqueue.model.errors).
 
         ``concurrency_key``: the job's key for its queue's key limits (default: the
         value of its task's ``concurrency_key`` payload field; docs/limits.md).
@@ -312,7 +313,7 @@ class JobQueue:
     ) -> tuple[Job, bool]:
         """Store a job described by a validated NewJob (what POST /jobs receives); return
         it and whether it is new (False: the holder of its unique key, or the job its
-        idempotency key names, see jobqueue.idempotency). ``headers``: the request's W3C
+        idempotency key names, see jobqueue.enqueue.idempotency). ``headers``: the request's W3C
         trace context, recorded when no span is active."""
         row = self._rows.row_of(spec, trace_context.recorded(headers))
         return await self._insert(row, spec.unique_key, spec.unique_for, conn, idempotency_key)

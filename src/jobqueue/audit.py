@@ -16,11 +16,11 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from jobqueue.audit_entry import NOT_FOUND, OK, Action, AuditEntry, conflict
+from jobqueue.model.audit import NOT_FOUND, OK, Action, AuditEntry, conflict
 
 if TYPE_CHECKING:
     from jobqueue.db.store import Store
-    from jobqueue.tokens import Principal
+    from jobqueue.model.tokens import Principal
 
 __all__ = ["NOT_FOUND", "OK", "Action", "Actor", "AuditEntry", "conflict", "record", "record_as"]
 

@@ -241,7 +241,7 @@ def tracing_mode(name: str, raw: str) -> str:
 
 
 def limit_entries(name: str, raw: str) -> str | None:
-    from jobqueue.limits.model import parse_entries
+    from jobqueue.model.limits import parse_entries
 
     if not raw.strip():
         return None
@@ -695,7 +695,7 @@ class Variable:
 
 # Secrets: no flag, since a flag would show the secret in the process list; never
 # printed either (`jobqueue settings` says only whether each is set). Read by
-# jobqueue.tokens.admin_secret.
+# jobqueue.auth.tokens.admin_secret.
 SECRET_VARIABLES = (
     Variable(
         "JOBQUEUE_ADMIN_TOKEN",

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from jobqueue import audit
 from jobqueue.audit import Action, Actor
 from jobqueue.db.store import Store
-from jobqueue.job import (
+from jobqueue.model.job import (
     FINAL_STATES,
     RETRYABLE_STATES,
     Job,
@@ -25,7 +25,7 @@ from jobqueue.job import (
     JobStatus,
     QueueInfo,
 )
-from jobqueue.limits.model import changes_from, parse_entries
+from jobqueue.model.limits import changes_from, parse_entries
 from jobqueue.observability import lifecycle
 
 B = TypeVar("B", bound=Sized)

@@ -20,7 +20,7 @@ from jobqueue.db.migrate import migrate
 from jobqueue.db.pool import connect_session, create_pool, resolve_dsn
 from jobqueue.db.query_base import Clock
 from jobqueue.db.store import Store
-from jobqueue.enqueuer import Enqueuer
+from jobqueue.enqueue.enqueuer import Enqueuer
 from jobqueue.waiter import Waiter
 
 # Connections per process when JOBQUEUE_POOL_SIZE is auto and nothing chose fewer

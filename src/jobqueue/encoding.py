@@ -1,6 +1,6 @@
 """JSON for the records users read (Job, WorkerInfo): the same text over HTTP and from
 the CLI. pydantic serialises the dataclasses; it is loaded on first use, never by a
-worker (see jobqueue.fields)."""
+worker (see jobqueue.model.fields)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Plain JSON values take the standard library's encoder; pydantic models, dataclasses,
 datetimes and the like are made plain by pydantic, loaded only when a handler returns
-one (a worker otherwise never imports pydantic; see jobqueue.fields).
+one (a worker otherwise never imports pydantic; see jobqueue.model.fields).
 
 A value jsonb would refuse is a ResultError, as one that is not JSON at all: NaN or
 Infinity, a NUL character or half a surrogate pair. jsonb refusing one result would
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jobqueue import fields
+from jobqueue.model import fields
 
 # allow_nan=False: NaN is not JSON, and jsonb would refuse the whole batch's write.
 _JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=False)

@@ -205,12 +205,13 @@ async def http_auth(jq: JobQueue, stop: asyncio.Event) -> tuple[bool, str | None
     than loopback, a start with no token at all is refused unless --insecure-no-auth
     says otherwise. Whether a token exists is the one query run before the decision
     (with the embedded default, its server starts for it): nothing is migrated first."""
-    from jobqueue import tokens
+    from jobqueue.auth import tokens
+    from jobqueue.model.tokens import TokenError
 
     settings = jq.settings
     try:
         admin = tokens.admin_secret()
-    except tokens.TokenError as exc:
+    except TokenError as exc:
         raise StartupError(str(exc)) from exc
     if is_loopback(settings.host):
         return True, admin

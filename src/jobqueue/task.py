@@ -32,16 +32,16 @@ from typing import TYPE_CHECKING, Any, Concatenate, Generic, Protocol, TypeVar
 
 import typing_extensions
 
-from jobqueue import fields
 from jobqueue.config import Settings
 from jobqueue.cron import Schedule, parse_entries
+from jobqueue.model import fields
 from jobqueue.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
     from jobqueue.db.connections import AppConnection
-    from jobqueue.job import Job
+    from jobqueue.model.job import Job
 
 M = TypeVar("M")
 R = TypeVar("R")
@@ -216,7 +216,7 @@ class Task(Generic[M, R]):
     def _adapter(self) -> TypeAdapter[Any] | None:
         if self.payload_type is None:
             return None
-        # pydantic is imported only by applications with typed tasks (see jobqueue.fields).
+        # pydantic is imported only by applications with typed tasks (see jobqueue.model.fields).
         from pydantic import TypeAdapter
 
         return TypeAdapter(_for_pydantic(self.payload_type))
@@ -226,7 +226,7 @@ class Task(Generic[M, R]):
         instance of it, or a mapping of its fields) with its defaults filled in.
         Raises PayloadError."""
         if self._adapter is None:
-            return payload  # type: ignore[no-any-return]  # checked by jobqueue.fields
+            return payload  # type: ignore[no-any-return]  # checked by jobqueue.model.fields
         dumped: dict[str, Any] = self._adapter.dump_python(self._validate(payload), mode="json")
         return dumped
 

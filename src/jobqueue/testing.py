@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from jobqueue.app import JobQueue
-from jobqueue.job import Job, JobStatus
+from jobqueue.model.job import Job, JobStatus
 from jobqueue.worker import Worker
 from jobqueue.worker.worker import in_process
 

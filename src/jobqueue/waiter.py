@@ -15,11 +15,11 @@ import asyncio
 import contextlib
 from dataclasses import dataclass, field
 
+from jobqueue.checkpoints import Signal, Signals
 from jobqueue.db.listener import Listener
 from jobqueue.db.pool import unavailable_raised
 from jobqueue.db.store import Store
-from jobqueue.job import FINAL_STATES, Job, JobNotFound
-from jobqueue.signals import Signal, Signals
+from jobqueue.model.job import FINAL_STATES, Job, JobNotFound
 
 FALLBACK_SECONDS = 5.0
 # How long a wait lets the listener connect before it relies on the fallback alone.

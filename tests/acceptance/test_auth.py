@@ -23,7 +23,7 @@ import pytest
 
 from jobqueue.config import Settings
 from jobqueue.db.store import Store
-from jobqueue.tokens import new_token
+from jobqueue.model.tokens import new_token
 from tests.conftest import Process, Spawn, free_port, free_ports, jobqueue
 
 pytestmark = pytest.mark.anyio
@@ -438,7 +438,7 @@ async def test_made_up_key_ids_cost_a_bounded_number_of_token_reads(
     """Each made-up key id could be a token created a moment ago, so it has the tokens
     read again before it is refused; a flood of them shares the reads, one at a time,
     at most one per REREAD_SECONDS (as jobqueue_api_token_reads_total counts them)."""
-    from jobqueue.api.auth import REREAD_SECONDS
+    from jobqueue.auth.authenticator import REREAD_SECONDS
 
     base = f"http://127.0.0.1:{env['PORT']}"
     # A flood from many addresses, as far as the failure limit is concerned.

@@ -26,7 +26,7 @@ import pytest
 from jobqueue import config
 from jobqueue.app import JobQueue
 from jobqueue.db.embedded import EmbeddedPostgres, EmbeddedPostgresError
-from jobqueue.job import Job
+from jobqueue.model.job import Job
 from tests.conftest import ROOT
 
 SRC = ROOT / "src"

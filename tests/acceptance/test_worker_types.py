@@ -12,7 +12,7 @@ import httpx
 
 from jobqueue.app import JobQueue
 from jobqueue.config import Settings
-from jobqueue.job import JobStatus
+from jobqueue.model.job import JobStatus
 from tests.acceptance.test_metrics import Scrape, wait_until
 from tests.conftest import Spawn, jobqueue
 

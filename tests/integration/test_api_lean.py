@@ -17,10 +17,10 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from jobqueue import tokens
 from jobqueue.api import create_app, enqueue
 from jobqueue.app import JobQueue
-from jobqueue.new_job import NewJob
+from jobqueue.auth import tokens
+from jobqueue.enqueue.new_job import NewJob
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,7 @@ import pytest
 
 from jobqueue.app import JobQueue
 from jobqueue.config import Settings
-from jobqueue.job import JobStatus
+from jobqueue.model.job import JobStatus
 from tests.integration.conftest import Notifications
 
 pytestmark = pytest.mark.anyio

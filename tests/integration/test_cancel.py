@@ -16,7 +16,7 @@ import pytest
 
 from jobqueue import JobContext
 from jobqueue.app import JobQueue
-from jobqueue.job import JobNotFound, JobStateError, JobStatus
+from jobqueue.model.job import JobNotFound, JobStateError, JobStatus
 from tests.integration.conftest import StartWorker
 
 pytestmark = pytest.mark.anyio

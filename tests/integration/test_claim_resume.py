@@ -15,7 +15,7 @@ import pytest
 from jobqueue.app import JobQueue
 from jobqueue.db.records import ClaimKey
 from jobqueue.db.sql import queries
-from jobqueue.new_job import NewJob
+from jobqueue.enqueue.new_job import NewJob
 from jobqueue.worker import Worker
 from tests.integration.conftest import StartWorker
 

@@ -11,9 +11,9 @@ import pytest
 from jobqueue.app import JobQueue
 from jobqueue.context import JobContext
 from jobqueue.db.query_base import Clock
-from jobqueue.job import JobStatus
 from jobqueue.maintenance.rescuer import Rescuer
 from jobqueue.maintenance.retention import Retention
+from jobqueue.model.job import JobStatus
 from jobqueue.testing import drain
 
 pytestmark = pytest.mark.anyio

@@ -12,7 +12,7 @@ import pytest
 
 from jobqueue import JobContext
 from jobqueue.app import JobQueue
-from jobqueue.job import JobNotFound, JobStateError, JobStatus
+from jobqueue.model.job import JobNotFound, JobStateError, JobStatus
 from tests.conftest import dead_letters
 from tests.integration.conftest import StartWorker
 

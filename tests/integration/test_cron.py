@@ -13,8 +13,8 @@ import pytest
 
 from jobqueue.app import JobQueue
 from jobqueue.cron import Schedule
-from jobqueue.job import JobStatus
 from jobqueue.maintenance.scheduler import Scheduler
+from jobqueue.model.job import JobStatus
 from tests.integration.conftest import StartWorker
 
 pytestmark = pytest.mark.anyio

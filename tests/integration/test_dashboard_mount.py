@@ -13,8 +13,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from jobqueue import tokens, ui
+from jobqueue import ui
 from jobqueue.app import JobQueue
+from jobqueue.auth import tokens
 
 pytestmark = pytest.mark.anyio
 

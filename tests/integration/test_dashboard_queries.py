@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from jobqueue.app import JobQueue
-from jobqueue.job import JobStatus
+from jobqueue.model.job import JobStatus
 
 pytestmark = pytest.mark.anyio
 

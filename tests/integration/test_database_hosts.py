@@ -18,7 +18,7 @@ from jobqueue.app import JobQueue
 from jobqueue.config import Settings
 from jobqueue.db import pool
 from jobqueue.db.pool import connect, create_pool, is_unavailable
-from jobqueue.job import JobStatus
+from jobqueue.model.job import JobStatus
 from tests.integration.conftest import StartWorker
 
 pytestmark = pytest.mark.anyio

@@ -1,4 +1,4 @@
-"""Concurrent enqueue() calls share INSERTs (jobqueue.enqueuer), and each still gets
+"""Concurrent enqueue() calls share INSERTs (jobqueue.enqueue.enqueuer), and each still gets
 its own job, or its own error."""
 
 from __future__ import annotations

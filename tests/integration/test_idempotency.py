@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from jobqueue.app import JobQueue
-from jobqueue.idempotency import IdempotencyKey
-from jobqueue.maintenance.idempotency import IdempotencyExpiry
-from jobqueue.new_job import NewJob
+from jobqueue.enqueue.idempotency import IdempotencyKey
+from jobqueue.enqueue.new_job import NewJob
+from jobqueue.maintenance.expired_keys import IdempotencyExpiry
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,7 @@ import pytest
 
 from jobqueue.app import JobQueue
 from jobqueue.config import ConfigError
-from jobqueue.job import JobStatus
+from jobqueue.model.job import JobStatus
 
 pytestmark = pytest.mark.anyio
 

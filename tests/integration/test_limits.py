@@ -15,7 +15,7 @@ from jobqueue.app import JobQueue
 from jobqueue.db.records import ClaimedJob, Failure
 from jobqueue.db.sql import queries
 from jobqueue.db.store import Store
-from jobqueue.job import JobStatus
+from jobqueue.model.job import JobStatus
 from jobqueue.worker import limited_claim
 
 pytestmark = pytest.mark.anyio

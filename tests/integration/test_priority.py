@@ -10,8 +10,8 @@ import asyncpg
 import pytest
 
 from jobqueue.app import JobQueue
-from jobqueue.job import JobStatus
 from jobqueue.maintenance.aging import Aging
+from jobqueue.model.job import JobStatus
 from tests.integration.conftest import StartWorker
 
 pytestmark = pytest.mark.anyio

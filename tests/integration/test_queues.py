@@ -14,7 +14,7 @@ import pytest
 from jobqueue import JobContext
 from jobqueue.app import JobQueue
 from jobqueue.db.sql import queries
-from jobqueue.job import JobStatus
+from jobqueue.model.job import JobStatus
 from tests.integration.conftest import StartWorker, add_ok_and_bad_tasks
 
 pytestmark = pytest.mark.anyio

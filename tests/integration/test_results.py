@@ -17,7 +17,7 @@ from jobqueue import waiter
 from jobqueue.app import JobQueue
 from jobqueue.context import JobContext
 from jobqueue.db.records import ClaimedJob
-from jobqueue.job import JobNotFound, JobStatus
+from jobqueue.model.job import JobNotFound, JobStatus
 from jobqueue.testing import drain
 from jobqueue.worker.progress import ProgressWriter
 from tests.integration.conftest import StartWorker

@@ -13,7 +13,7 @@ import pytest
 
 from jobqueue import Discard, JobContext, RetryAt
 from jobqueue.app import JobQueue
-from jobqueue.job import JobStatus
+from jobqueue.model.job import JobStatus
 from tests.integration.conftest import StartWorker
 
 pytestmark = pytest.mark.anyio

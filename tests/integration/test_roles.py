@@ -14,7 +14,7 @@ import pytest
 from jobqueue.app import JobQueue
 from jobqueue.config import Settings
 from jobqueue.db.sql import queries
-from jobqueue.job import JobStatus
+from jobqueue.model.job import JobStatus
 from jobqueue.workflows import step
 from tests.conftest import MakeRole
 from tests.integration.test_sql import add_finished_jobs, add_pending_jobs

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from jobqueue.app import JobQueue
-from jobqueue.job import JobStatus
+from jobqueue.model.job import JobStatus
 from jobqueue.testing import assert_enqueued, drain
 
 pytestmark = pytest.mark.anyio

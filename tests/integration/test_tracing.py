@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState
 
 from jobqueue.app import JobQueue
-from jobqueue.new_job import NewJob
+from jobqueue.enqueue.new_job import NewJob
 
 pytestmark = pytest.mark.anyio
 

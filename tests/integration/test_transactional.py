@@ -15,7 +15,7 @@ import pytest
 
 from jobqueue.app import JobQueue
 from jobqueue.context import JobContext
-from jobqueue.job import Job, JobStatus
+from jobqueue.model.job import Job, JobStatus
 from tests.integration.conftest import Notifications, StartWorker
 
 T = TypeVar("T")

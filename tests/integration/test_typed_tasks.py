@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from jobqueue.app import JobQueue
 from jobqueue.context import JobContext
-from jobqueue.job import JobStatus
+from jobqueue.model.job import JobStatus
 from jobqueue.task import PayloadError
 from jobqueue.testing import assert_enqueued, drain
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from jobqueue.app import JobQueue
-from jobqueue.job import JobStatus
+from jobqueue.model.job import JobStatus
 from tests.integration.conftest import StartWorker, add_ok_and_bad_tasks
 
 pytestmark = pytest.mark.anyio

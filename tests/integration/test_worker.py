@@ -15,7 +15,7 @@ import pytest
 
 from jobqueue import JobContext
 from jobqueue.app import JobQueue
-from jobqueue.job import JobStatus
+from jobqueue.model.job import JobStatus
 from jobqueue.worker.completer import Completer
 from tests.integration.conftest import StartWorker
 

@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 
 from jobqueue.app import JobQueue
-from jobqueue.job import JobStatus
+from jobqueue.model.job import JobStatus
 from tests.integration.conftest import StartWorker
 
 pytestmark = pytest.mark.anyio

@@ -15,7 +15,7 @@ import pytest
 from jobqueue.app import JobQueue
 from jobqueue.context import JobContext
 from jobqueue.db.records import ClaimedJob
-from jobqueue.job import JobStatus
+from jobqueue.model.job import JobStatus
 from jobqueue.workflows import step
 from tests.integration.conftest import Notifications, StartWorker
 

@@ -17,8 +17,8 @@ from jobqueue import ui
 from jobqueue.app import JobQueue
 from jobqueue.context import JobContext
 from jobqueue.db.sql import queries
-from jobqueue.job import JobStatus
 from jobqueue.maintenance.retention import Retention
+from jobqueue.model.job import JobStatus
 from jobqueue.workflows import WorkflowError, step
 from tests.integration.conftest import StartWorker
 

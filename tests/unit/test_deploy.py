@@ -18,7 +18,7 @@ from jobqueue.cli import build_parser
 from jobqueue.db.pool import SESSION_SETTINGS
 from tests.conftest import ROOT
 
-# Variables jobqueue reads that are no Settings field (tokens.admin_secret).
+# Variables jobqueue reads that are no Settings field (jobqueue.auth.tokens.admin_secret).
 OTHER_VARIABLES = {"JOBQUEUE_ADMIN_TOKEN", "JOBQUEUE_ADMIN_TOKEN_FILE"}
 
 

@@ -1,4 +1,4 @@
-"""Every way to enqueue takes the same options (jobqueue.options): one that a path
+"""Every way to enqueue takes the same options (jobqueue.model.options): one that a path
 lacks fails here, naming the path. Task.enqueue once had no concurrency_key while
 JobQueue.enqueue had one; the CLI had none either."""
 
@@ -8,11 +8,11 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from jobqueue import fields
 from jobqueue.app import JobQueue
 from jobqueue.cli import build_parser
-from jobqueue.new_job import NewJob
-from jobqueue.options import BATCH_OPTIONS, JOB_OPTIONS
+from jobqueue.enqueue.new_job import NewJob
+from jobqueue.model import fields
+from jobqueue.model.options import BATCH_OPTIONS, JOB_OPTIONS
 from jobqueue.task import Task
 from jobqueue.workflows.builder import _OPTIONS, WorkflowBuilder
 

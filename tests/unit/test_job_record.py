@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from jobqueue.job import Job, JobStatus, Progress
+from jobqueue.model.job import Job, JobStatus, Progress
 
 T0 = datetime(2026, 12, 2, tzinfo=UTC)
 

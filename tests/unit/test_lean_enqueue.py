@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from jobqueue.api import create_app, enqueue
 from jobqueue.api.media import JsonBodies
 from jobqueue.app import JobQueue
-from jobqueue.tokens import Scope
+from jobqueue.model.tokens import Scope
 
 # What each lean endpoint can answer: the operation must declare every one.
 ANSWERS = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobqueue.limits.model import Rate, changes_from, parse_entries, parse_rate
+from jobqueue.model.limits import Rate, changes_from, parse_entries, parse_rate
 
 
 @pytest.mark.parametrize(

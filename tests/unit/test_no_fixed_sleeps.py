@@ -1,6 +1,6 @@
 """No test waits a fixed time for something to happen, or for it not to: a fixed sleep
 is too short on a loaded machine and too long everywhere else. A test waits on a
-service's test signal (jobqueue.signals), on a job's end (``jq.wait``), on a
+service's test signal (jobqueue.checkpoints), on a job's end (``jq.wait``), on a
 process's output, or polls what only the database or a process can tell, with a
 deadline."""
 

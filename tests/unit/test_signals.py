@@ -1,4 +1,4 @@
-"""Test signals (jobqueue.signals), which the suite waits on instead of sleeping: off
+"""Test signals (jobqueue.checkpoints), which the suite waits on instead of sleeping: off
 until armed, then every value fired kept in order until a test takes it."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from jobqueue.signals import Signal, Signals
+from jobqueue.checkpoints import Signal, Signals
 
 pytestmark = pytest.mark.anyio
 

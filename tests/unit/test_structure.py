@@ -144,7 +144,7 @@ def test_the_cycle_finder_sees_a_cycle() -> None:
 
 
 def test_no_two_packages_import_each_other() -> None:
-    """With each package taken as one node (``jobqueue.db``, ``jobqueue.limits``...) and
+    """With each package taken as one node (``jobqueue.db``, ``jobqueue.model.limits``...) and
     each root module as its own, the graph has no cycle: so no package imports one that
     imports it back (``db`` and ``limits`` once did, through ``limits.claims``), and
     nothing ``db`` imports is above it."""
@@ -175,6 +175,57 @@ def by_package(graph: dict[str, set[str]], packages: set[str]) -> dict[str, set[
 def test_the_package_graph_sees_two_packages_tied() -> None:
     graph = {"j.p.a": {"j.q.b"}, "j.q.c": {"j.p.d"}, "j.p.d": set(), "j.q.b": set()}
     assert cycles(by_package(graph, {"j.p", "j.q"})) == [["j.p", "j.q"]]
+
+
+# The leaves: what imports nothing of jobqueue's, so that any layer may import it (as
+# River keeps rivertype): the records every layer shares, and the loggers.
+LEAVES = ("jobqueue.model", "jobqueue.logs")
+
+
+def graph_of(prefix: str) -> dict[str, set[str]]:
+    """What each module of ``prefix`` (a package, or a module) imports of jobqueue."""
+    paths = dict(modules())
+    known = set(paths)
+    return {
+        name: imported(name, path, known)
+        for name, path in paths.items()
+        if name == prefix or name.startswith(f"{prefix}.")
+    }
+
+
+def within(module: str, *places: str) -> bool:
+    return any(module == p or module.startswith(f"{p}.") for p in places)
+
+
+def test_the_leaves_import_nothing_of_jobqueue() -> None:
+    for leaf in LEAVES:
+        reached = {t for targets in graph_of(leaf).values() for t in targets}
+        assert {t for t in reached if not within(t, leaf)} == set(), leaf
+
+
+def test_the_database_layer_imports_only_the_leaves() -> None:
+    """``jobqueue.db`` returns records and takes values: it is given what it needs
+    (settings, clocks), never imports the layers that use it."""
+    offenders = {
+        f"{module} imports {target}"
+        for module, targets in graph_of("jobqueue.db").items()
+        for target in targets
+        if not within(target, "jobqueue.db", *LEAVES)
+    }
+    assert offenders == set()
+
+
+def test_the_dashboard_uses_the_api_only_as_a_client() -> None:
+    """The dashboard acts through the HTTP API's routes, in process
+    (jobqueue.ui.inprocess): the application, made by ``jobqueue.api.asgi``, is all it
+    takes of the API. What both need of tokens and sessions is in ``jobqueue.auth``."""
+    reached = {t for targets in graph_of("jobqueue.ui").values() for t in targets}
+    assert {t for t in reached if within(t, "jobqueue.api")} <= {
+        "jobqueue.api",
+        "jobqueue.api.asgi",
+    }
+    reached = {t for targets in graph_of("jobqueue.auth").values() for t in targets}
+    assert {t for t in reached if within(t, "jobqueue.api", "jobqueue.ui")} == set()
 
 
 def test_no_query_runs_outside_the_store() -> None:

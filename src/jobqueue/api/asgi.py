@@ -11,7 +11,6 @@ from fastapi.routing import APIRoute
 
 from jobqueue.api import (
     audit_routes,
-    auth,
     enqueue,
     errors,
     limit_routes,
@@ -20,9 +19,10 @@ from jobqueue.api import (
     token_routes,
     workflow_routes,
 )
-from jobqueue.api.limits import BodyLimit
+from jobqueue.api.body_size import BodyLimit
 from jobqueue.api.routes import router
 from jobqueue.app import JobQueue
+from jobqueue.auth import authenticator
 
 if TYPE_CHECKING:
     from jobqueue.observability.metrics import ProcessMetrics
@@ -55,7 +55,7 @@ def create_app(
     # Set when the server begins to stop: long-polls answer at once instead of
     # holding the shutdown up.
     app.state.stopping = asyncio.Event()
-    app.state.auth = auth.Authenticator(
+    app.state.auth = authenticator.Authenticator(
         jq.store,
         open_without_tokens=open_without_tokens,
         admin_secret=admin_secret,
@@ -66,7 +66,7 @@ def create_app(
                workflow_routes.router]  # fmt: skip
     for each in routers:
         app.include_router(each)
-    auth.install(app, routers)
+    authenticator.install(app, routers)
     errors.install(app)
     # Innermost: a body that is not JSON is a 415 (what LeanEnqueue hands on, too).
     app.add_middleware(media.JsonBodies, routes=media.json_routes(routers))

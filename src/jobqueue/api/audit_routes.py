@@ -6,11 +6,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from jobqueue.api.auth import require
 from jobqueue.api.schemas import AuditList
 from jobqueue.app import JobQueue
 from jobqueue.audit import Action
-from jobqueue.tokens import Principal, Scope
+from jobqueue.auth.authenticator import require
+from jobqueue.model.tokens import Principal, Scope
 
 router = APIRouter()
 

@@ -38,13 +38,13 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from jobqueue import fields
-from jobqueue.api import access
 from jobqueue.api.routes import enqueue_batch, enqueue_one
 from jobqueue.api.schemas import NewJobs
+from jobqueue.auth import access
 from jobqueue.encoding import to_json
-from jobqueue.new_job import NewJob
-from jobqueue.tokens import Scope as TokenScope
+from jobqueue.enqueue.new_job import NewJob
+from jobqueue.model import fields
+from jobqueue.model.tokens import Scope as TokenScope
 
 # The headers read, by their lowercase names as ASGI gives them.
 READ_HEADERS = frozenset(
@@ -185,7 +185,7 @@ class Enqueue:
 
 async def read_body(receive: Receive) -> bytes | None:
     """The request's body, or None if the client disconnected before sending it all.
-    A body over JOBQUEUE_MAX_REQUEST_BYTES raises the 413 here (api/limits.py)."""
+    A body over JOBQUEUE_MAX_REQUEST_BYTES raises the 413 here (api/body_size.py)."""
     chunks = []
     while True:
         message = await receive()

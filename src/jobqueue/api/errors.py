@@ -16,32 +16,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import asyncpg
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from jobqueue.api.auth import TokensUnavailable
-from jobqueue.db.pool import is_unavailable
-from jobqueue.errors import EnqueueError, EnqueueFailed
-from jobqueue.idempotency import IdempotentJobGone
-from jobqueue.job import JobNotFound, JobStateError
-
-UNAVAILABLE: tuple[type[Exception], ...] = (
-    OSError,
-    asyncpg.QueryCanceledError,
-    TimeoutError,
-    asyncpg.PostgresConnectionError,
-    asyncpg.InterfaceError,
-    asyncpg.CannotConnectNowError,
-    asyncpg.AdminShutdownError,
-    asyncpg.CrashShutdownError,
-    asyncpg.TooManyConnectionsError,
-    # A query on a connection whose backend was just killed, when is_unavailable says so.
-    asyncpg.InternalClientError,
-)
+from jobqueue.auth.authenticator import TokensUnavailable
+from jobqueue.db.pool import UNAVAILABLE_ERRORS, is_unavailable
+from jobqueue.enqueue.idempotency import IdempotentJobGone
+from jobqueue.model.errors import EnqueueError, EnqueueFailed
+from jobqueue.model.job import JobNotFound, JobStateError
 
 
 def field_error(loc: Sequence[str | int], msg: str, type: str) -> dict[str, Any]:
@@ -139,5 +124,5 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(JobStateError, job_state_conflict)
     app.add_exception_handler(EnqueueError, enqueue_unavailable)
     app.add_exception_handler(TokensUnavailable, tokens_unavailable)
-    for exc in UNAVAILABLE:
+    for exc in UNAVAILABLE_ERRORS:
         app.add_exception_handler(exc, database_unavailable)

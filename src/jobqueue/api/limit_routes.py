@@ -1,4 +1,4 @@
-"""``PATCH /queues/{name}``: a queue's limits shared by every worker (jobqueue.limits)."""
+"""``PATCH /queues/{name}``: a queue's limits shared by every worker (jobqueue.model.limits)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,16 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from jobqueue.api import access
-from jobqueue.api.auth import require
 from jobqueue.api.errors import field_error
 from jobqueue.api.responses import BODY, INVALID, UNAVAILABLE, declare
 from jobqueue.api.schemas import QueueName
 from jobqueue.app import JobQueue
 from jobqueue.audit import Actor
-from jobqueue.job import QueueInfo
-from jobqueue.limits.model import MAX_COUNT, parse_rate
-from jobqueue.tokens import Principal, Scope
+from jobqueue.auth import access
+from jobqueue.auth.authenticator import require
+from jobqueue.model.job import QueueInfo
+from jobqueue.model.limits import MAX_COUNT, parse_rate
+from jobqueue.model.tokens import Principal, Scope
 
 router = APIRouter()
 

@@ -33,8 +33,8 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 
 from jobqueue import audit
-from jobqueue.api.access import Forbidden
-from jobqueue.api.auth import route_scope
+from jobqueue.auth.access import Forbidden
+from jobqueue.auth.authenticator import route_scope
 from jobqueue.db.pool import log_failure
 from jobqueue.db.store import Store
 
@@ -77,7 +77,7 @@ class RefusalLog:
         template = route.path if isinstance(route, APIRoute) else request.url.path
         if isinstance(exc, Forbidden):
             refused = exc.refused
-        else:  # api/auth.py's: the token lacks the route's scope
+        else:  # auth/authenticator.py's: the token lacks the route's scope
             scope = route_scope(route) if isinstance(route, APIRoute) else None
             refused = "scope" if scope is None else f"scope={scope}"
         client = request.client.host if request.client else "unknown"

@@ -9,9 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Header, HTTPException, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from jobqueue import fields
-from jobqueue.api import access, idempotency
-from jobqueue.api.auth import require
+from jobqueue.api import idempotency_header
 from jobqueue.api.errors import field_error
 from jobqueue.api.responses import (
     BODY,
@@ -42,13 +40,16 @@ from jobqueue.api.schemas import (
 )
 from jobqueue.app import JobQueue
 from jobqueue.audit import Actor
+from jobqueue.auth import access
+from jobqueue.auth.authenticator import require
 from jobqueue.db.pool import is_unavailable
 from jobqueue.encoding import to_json
-from jobqueue.idempotency import IdempotencyKey, IdempotencyKeyReused
-from jobqueue.job import FINAL_STATES, Job, JobStatus, QueueInfo, WorkerInfo
-from jobqueue.new_job import NewJob, StorableText
+from jobqueue.enqueue.idempotency import IdempotencyKey, IdempotencyKeyReused
+from jobqueue.enqueue.new_job import NewJob, StorableText
+from jobqueue.model import fields
+from jobqueue.model.job import FINAL_STATES, Job, JobStatus, QueueInfo, WorkerInfo
+from jobqueue.model.tokens import Principal, Scope
 from jobqueue.task import PayloadError, job_options
-from jobqueue.tokens import Principal, Scope
 
 router = APIRouter()
 # One encoder for every request: json.dumps with options builds a new one each time.
@@ -101,7 +102,7 @@ async def create_job(
     idempotency_key: Annotated[
         str | None,
         Header(
-            alias=idempotency.HEADER,
+            alias=idempotency_header.HEADER,
             min_length=1,
             max_length=fields.UNIQUE_KEY_MAX_LENGTH + 2,
             description="For clients that retry a POST: a retry with the key of a request "
@@ -159,19 +160,19 @@ async def enqueue_one(
 def idempotency_of(jq: JobQueue, who: Principal, header: str, new: NewJob) -> IdempotencyKey:
     """The request's key, its caller's, bound to the request (a 422 if malformed)."""
     try:
-        key = idempotency.parse(header)
+        key = idempotency_header.parse(header)
     except ValueError as exc:
         raise HTTPException(422, detail=[idempotency_error(str(exc), "invalid")]) from exc
     return IdempotencyKey(
         key=key,
         principal=who.name,
-        request_hash=idempotency.request_hash(new),
+        request_hash=idempotency_header.request_hash(new),
         ttl_seconds=jq.settings.idempotency_ttl,
     )
 
 
 def idempotency_error(msg: str, type: str) -> dict[str, object]:
-    return field_error(["header", idempotency.HEADER], msg, f"idempotency_key_{type}")
+    return field_error(["header", idempotency_header.HEADER], msg, f"idempotency_key_{type}")
 
 
 @router.post(

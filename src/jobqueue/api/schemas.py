@@ -1,4 +1,4 @@
-"""What the endpoints take and answer, besides the records of jobqueue.job and NewJob:
+"""What the endpoints take and answer, besides the records of jobqueue.model.job and NewJob:
 the OpenAPI document is built from these."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from typing import Annotated, Literal
 from fastapi import Header, Path
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from jobqueue import fields
-from jobqueue.audit_entry import AuditEntry
-from jobqueue.job import Attempt, Job, JobStatus, QueueInfo
-from jobqueue.new_job import NewJob, StorableText
+from jobqueue.enqueue.new_job import NewJob, StorableText
+from jobqueue.model import fields
+from jobqueue.model.audit import AuditEntry
+from jobqueue.model.job import Attempt, Job, JobStatus, QueueInfo
 
 MAX_BATCH_JOBS = 10_000
 

@@ -8,13 +8,14 @@ from typing import Annotated
 from fastapi import APIRouter, Body, HTTPException, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from jobqueue import token_admin
-from jobqueue.api.auth import require
 from jobqueue.api.responses import BODY, INVALID, UNAVAILABLE, declare
 from jobqueue.api.routes import jobqueue
 from jobqueue.audit import Actor
-from jobqueue.new_job import JobType, QueueName
-from jobqueue.tokens import NAME, Principal, Scope, TokenError, TokenInfo, new_token
+from jobqueue.auth import admin as token_admin
+from jobqueue.auth.authenticator import require
+from jobqueue.auth.tokens import new_token
+from jobqueue.enqueue.new_job import JobType, QueueName
+from jobqueue.model.tokens import NAME, Principal, Scope, TokenError, TokenInfo
 
 router = APIRouter()
 

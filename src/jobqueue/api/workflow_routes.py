@@ -8,8 +8,6 @@ from typing import Annotated
 from fastapi import APIRouter, Body, HTTPException, Path, Request
 from pydantic import BaseModel
 
-from jobqueue.api import access
-from jobqueue.api.auth import require
 from jobqueue.api.errors import field_error
 from jobqueue.api.responses import (
     BODY,
@@ -22,8 +20,10 @@ from jobqueue.api.responses import (
 from jobqueue.api.routes import check, jobqueue, problems_status, queue_of
 from jobqueue.api.schemas import Problem, TraceParent, TraceState
 from jobqueue.audit import Actor
-from jobqueue.job import Job
-from jobqueue.tokens import Principal, Scope
+from jobqueue.auth import access
+from jobqueue.auth.authenticator import require
+from jobqueue.model.job import Job
+from jobqueue.model.tokens import Principal, Scope
 from jobqueue.workflows.model import Workflow, WorkflowError
 from jobqueue.workflows.schema import NewWorkflow
 

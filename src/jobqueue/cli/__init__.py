@@ -22,8 +22,8 @@ from jobqueue.cli.common import Run, UsageError
 from jobqueue.config import ConfigError
 from jobqueue.db.embedded import EmbeddedPostgresError
 from jobqueue.db.pool import is_unavailable, pooler_refusal
-from jobqueue.errors import DatabaseUnavailable
-from jobqueue.job import JobNotFound, JobStateError
+from jobqueue.model.errors import DatabaseUnavailable
+from jobqueue.model.job import JobNotFound, JobStateError
 from jobqueue.server import StartupError
 
 __all__ = ["build_parser", "main"]

@@ -10,7 +10,6 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from jobqueue import fields
 from jobqueue.app import JobQueue
 from jobqueue.audit import Actor
 from jobqueue.cli.common import (
@@ -29,7 +28,8 @@ from jobqueue.cli.output import (
     print_records,
     print_table,
 )
-from jobqueue.job import FINAL_STATES, Attempt, Job, JobNotFound, JobStatus
+from jobqueue.model import fields
+from jobqueue.model.job import FINAL_STATES, Attempt, Job, JobNotFound, JobStatus
 from jobqueue.task import job_options
 
 # How often ``jobs logs --follow`` looks for new lines (a worker writes them at most
@@ -146,7 +146,7 @@ def run_enqueue(args: argparse.Namespace) -> int:
     try:
         job_type = fields.check_type(args.type)
         fields.check_options(**options)
-    except ValueError as exc:  # a rule of jobqueue.fields, naming the field
+    except ValueError as exc:  # a rule of jobqueue.model.fields, naming the field
         raise UsageError(str(exc)) from exc
 
     async def enqueue() -> Job:
@@ -156,7 +156,7 @@ def run_enqueue(args: argparse.Namespace) -> int:
 
     try:
         job = with_jobqueue(jq, enqueue)
-    except ValueError as exc:  # a rule of jobqueue.fields, naming the field
+    except ValueError as exc:  # a rule of jobqueue.model.fields, naming the field
         raise UsageError(str(exc)) from exc
     if args.json:
         print_record(job)

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TypeAlias
 
-from jobqueue.audit_entry import AuditEntry
-from jobqueue.job import Attempt, Job, QueueInfo, WorkerInfo
+from jobqueue.model.audit import AuditEntry
+from jobqueue.model.job import Attempt, Job, QueueInfo, WorkerInfo
 
 Record: TypeAlias = Job | Attempt | QueueInfo | WorkerInfo | AuditEntry
 

@@ -8,7 +8,7 @@ import argparse
 from jobqueue.audit import Actor
 from jobqueue.cli.common import Commands, UsageError, add_output_flags, client, with_jobqueue
 from jobqueue.cli.output import print_records, print_table
-from jobqueue.job import QueueInfo
+from jobqueue.model.job import QueueInfo
 
 
 def add_queue_commands(commands: Commands) -> None:

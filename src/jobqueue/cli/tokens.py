@@ -13,12 +13,14 @@ from datetime import datetime
 
 import asyncpg
 
-from jobqueue import config, token_admin
+from jobqueue import config
 from jobqueue.app import JobQueue
 from jobqueue.audit import Actor
+from jobqueue.auth import admin as token_admin
+from jobqueue.auth.tokens import new_token
 from jobqueue.cli.common import Commands, UsageError, add_output_flags, client, with_jobqueue
 from jobqueue.cli.output import format_time, print_json, print_table
-from jobqueue.tokens import TokenError, TokenInfo, new_token
+from jobqueue.model.tokens import TokenError, TokenInfo
 
 
 def add_token_commands(commands: Commands) -> None:

@@ -3,9 +3,9 @@ Part of the Store (db/store.py), which inherits it."""
 
 from __future__ import annotations
 
-from jobqueue.audit_entry import AuditEntry
 from jobqueue.db.query_base import QueryBase, _count, _or_none
-from jobqueue.tokens import StoredToken, TokenInfo
+from jobqueue.model.audit import AuditEntry
+from jobqueue.model.tokens import StoredToken, TokenInfo
 
 
 class AdminQueries(QueryBase):

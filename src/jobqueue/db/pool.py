@@ -15,7 +15,7 @@ import asyncpg
 from jobqueue import logs
 from jobqueue.db.embedded import EmbeddedPostgres, follow
 from jobqueue.db.hosts import single_host_dsns
-from jobqueue.errors import DatabaseUnavailable
+from jobqueue.model.errors import DatabaseUnavailable
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -361,6 +361,23 @@ def never_sent(exc: BaseException) -> bool:
     return isinstance(exc, asyncpg.InterfaceError) and not isinstance(exc, ValueError)
 
 
+# The errors a web application answers 503 for (the HTTP API and the dashboard register
+# a handler for each); the handler's is_unavailable then tells an outage from a bug.
+UNAVAILABLE_ERRORS: tuple[type[Exception], ...] = (
+    OSError,
+    asyncpg.QueryCanceledError,
+    TimeoutError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    asyncpg.TooManyConnectionsError,
+    # A query on a connection whose backend was just killed, when is_unavailable says so.
+    asyncpg.InternalClientError,
+)
+
+
 def is_unavailable(exc: BaseException) -> bool:
     """True for errors that mean the database cannot be reached right now (retry later)."""
     unavailable: tuple[type[BaseException], ...] = (
@@ -397,7 +414,7 @@ def raises_unavailable(
 ) -> Callable[P, Coroutine[Any, Any, T]]:
     """``call`` (a coroutine function of the Python API) raising DatabaseUnavailable
     instead of the driver's errors of an outage (``unavailable_error``). Not for the
-    enqueue calls, which say what was stored (jobqueue.errors, jobqueue.enqueuer)."""
+    enqueue calls, which say what was stored (jobqueue.model.errors, jobqueue.enqueue.enqueuer)."""
 
     @functools.wraps(call)
     async def translated(*args: P.args, **kwargs: P.kwargs) -> T:

@@ -9,7 +9,7 @@ from jobqueue.db.query_base import QueryBase, _count
 from jobqueue.db.records import (
     Rescued,
 )
-from jobqueue.job import WorkerInfo
+from jobqueue.model.job import WorkerInfo
 
 
 class ProcessQueries(QueryBase):

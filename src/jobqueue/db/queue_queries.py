@@ -10,8 +10,8 @@ from jobqueue.db.query_base import QueryBase, _count, _list
 from jobqueue.db.records import (
     MinuteRow,
 )
-from jobqueue.job import QueueInfo
-from jobqueue.limits.model import LimitsInfo
+from jobqueue.model.job import QueueInfo
+from jobqueue.model.limits import LimitsInfo
 
 # Jobs waiting for a handler are counted among this many pending jobs at the front of
 # each queue (queue_unhandled.sql): a bounded read per queue for the gauge and GET

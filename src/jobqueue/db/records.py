@@ -1,4 +1,4 @@
-"""The typed records the store takes and returns, besides the public ones of jobqueue.job."""
+"""The typed records the store takes and returns, besides the public ones of jobqueue.model.job."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
-    from jobqueue.job import Job
+    from jobqueue.model.job import Job
 
 
 @dataclass(frozen=True, slots=True)

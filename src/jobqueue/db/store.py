@@ -2,7 +2,7 @@
 
 Nothing else runs a query. Each method binds its arguments to its .sql file's
 ``$n`` placeholders in one place, so a caller never counts positions, and returns
-typed records (jobqueue.job, jobqueue.db.records), never a driver's row. The queries
+typed records (jobqueue.model.job, jobqueue.db.records), never a driver's row. The queries
 of the jobs' path are here; those of one concern each are in the parts the Store
 inherits (process_queries.py, workflow_queries.py, queue_queries.py,
 admin_queries.py, on query_base.py). A test checks that every .sql file has exactly
@@ -57,7 +57,7 @@ from jobqueue.db.records import (
 )
 from jobqueue.db.sql import Queries, queries
 from jobqueue.db.workflow_queries import WorkflowQueries
-from jobqueue.job import Attempt, Job, JobStatus
+from jobqueue.model.job import Attempt, Job, JobStatus
 
 
 class Store(ProcessQueries, WorkflowQueries, QueueQueries, AdminQueries, QueryBase):

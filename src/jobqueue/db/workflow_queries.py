@@ -15,7 +15,7 @@ from jobqueue.db.records import (
     WorkflowCounts,
     WorkflowRow,
 )
-from jobqueue.job import Job
+from jobqueue.model.job import Job
 
 
 class WorkflowQueries(QueryBase):

@@ -17,18 +17,18 @@ import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from jobqueue.checkpoints import Signal, Signals
 from jobqueue.cron import Schedule
 from jobqueue.db.pool import log_failure
 from jobqueue.db.store import Store
 from jobqueue.logs import get_logger
 from jobqueue.maintenance.aging import Aging
 from jobqueue.maintenance.compaction import Compaction
-from jobqueue.maintenance.idempotency import IdempotencyExpiry
+from jobqueue.maintenance.expired_keys import IdempotencyExpiry
 from jobqueue.maintenance.rescuer import Rescuer
 from jobqueue.maintenance.retention import Retention
 from jobqueue.maintenance.scheduler import Scheduler
 from jobqueue.maintenance.series import Series
-from jobqueue.signals import Signal, Signals
 
 log = get_logger("jobqueue.maintenance")
 

@@ -30,12 +30,12 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from jobqueue.checkpoints import Signal, Signals
 from jobqueue.db.pool import log_failure
 from jobqueue.db.records import ClaimedJob, LogChunk
 from jobqueue.db.store import Store
 from jobqueue.logs import get_logger
 from jobqueue.observability.attempts import Outcome
-from jobqueue.signals import Signal, Signals
 from jobqueue.sync_bridge import set_event
 
 log = get_logger("jobqueue.joblogs")

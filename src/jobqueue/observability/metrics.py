@@ -62,8 +62,8 @@ from jobqueue.config import ConfigError, Settings
 from jobqueue.db.query_base import Clock
 from jobqueue.db.records import JobOptions, Rescued
 from jobqueue.db.store import Store
-from jobqueue.limits.model import LimitsInfo, parse_rate
 from jobqueue.logs import get_logger
+from jobqueue.model.limits import LimitsInfo, parse_rate
 
 log = get_logger("jobqueue.metrics")
 

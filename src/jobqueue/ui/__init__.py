@@ -17,12 +17,12 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
-from jobqueue import tokens
-from jobqueue.api import errors
-from jobqueue.api.auth import Authenticator
 from jobqueue.app import JobQueue
-from jobqueue.job import JobNotFound, JobStateError
-from jobqueue.ui import pages, session
+from jobqueue.auth import session, tokens
+from jobqueue.auth.authenticator import Authenticator
+from jobqueue.db.pool import UNAVAILABLE_ERRORS
+from jobqueue.model.job import JobNotFound, JobStateError
+from jobqueue.ui import pages
 from jobqueue.ui.headers import SecurityHeaders
 from jobqueue.ui.live import Hub
 
@@ -64,7 +64,7 @@ def app(
     ui.add_exception_handler(HTTPException, _refused)
     ui.add_exception_handler(JobNotFound, _not_found)
     ui.add_exception_handler(JobStateError, _conflict)
-    for unavailable in errors.UNAVAILABLE:
+    for unavailable in UNAVAILABLE_ERRORS:
         ui.add_exception_handler(unavailable, _unavailable)
     ui.add_middleware(SecurityHeaders)
     return ui

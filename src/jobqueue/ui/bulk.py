@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from jobqueue.api import access
 from jobqueue.app import JobQueue
-from jobqueue.job import JobStatus
-from jobqueue.tokens import Principal
+from jobqueue.auth import access
+from jobqueue.model.job import JobStatus
+from jobqueue.model.tokens import Principal
 
 COUNT_LIMIT = 10_000
 

@@ -1,7 +1,7 @@
 """The dashboard's pages and actions.
 
 Every page reads through the same seams as the HTTP API: the Authenticator for who
-the browser acts as, jobqueue.api.access for what that token may see (its queues and
+the browser acts as, jobqueue.auth.access for what that token may see (its queues and
 types; payloads redacted without payloads:read), and the JobQueue for the data, which
 comes from the counters, keyset pages and primary-key reads only. Every POST checks
 the CSRF token, then is done by the HTTP API's own route (jobqueue.ui.inprocess), which
@@ -19,20 +19,20 @@ import jinja2
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse, StreamingResponse
 
-from jobqueue.api import access
 from jobqueue.app import JobQueue
+from jobqueue.auth import access, session
 from jobqueue.config import queue_limits
-from jobqueue.job import (
+from jobqueue.maintenance.leader import ROLE as LEADER_ROLE
+from jobqueue.model.job import (
     FINAL_STATES,
     RETRYABLE_STATES,
     Job,
     JobStatus,
 )
-from jobqueue.limits import LIMIT_FIELDS
-from jobqueue.maintenance.leader import ROLE as LEADER_ROLE
+from jobqueue.model.limits import LIMIT_FIELDS
+from jobqueue.model.tokens import Principal, Scope
 from jobqueue.task import schedules
-from jobqueue.tokens import Principal, Scope
-from jobqueue.ui import audit, bulk, charts, inprocess, session
+from jobqueue.ui import audit, bulk, charts, inprocess
 from jobqueue.ui.live import Hub
 from jobqueue.ui.tracebacks import handler_frames
 from jobqueue.workflows.model import Workflow

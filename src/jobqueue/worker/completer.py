@@ -18,12 +18,12 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from jobqueue.checkpoints import Signal, Signals
 from jobqueue.db.pool import log_failure, resend_unsent
 from jobqueue.db.records import ClaimedJob, Failure
 from jobqueue.db.store import Store
-from jobqueue.job import JobStatus
 from jobqueue.logs import get_logger
-from jobqueue.signals import Signal, Signals
+from jobqueue.model.job import JobStatus
 
 log = get_logger("jobqueue.completer")
 

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jobqueue import results
+from jobqueue.checkpoints import Signal, Signals
 from jobqueue.context import JobContext, JobLog
 from jobqueue.db.records import ClaimedJob, ParentResult
 from jobqueue.logs import get_logger
 from jobqueue.observability import lifecycle
 from jobqueue.observability.attempts import AttemptObserver, Outcome
 from jobqueue.retry import Discard, RetryAt, RetryPolicy
-from jobqueue.signals import Signal, Signals
 from jobqueue.task import PayloadError, Task
 from jobqueue.worker.completer import Completer
 from jobqueue.worker.isolation import IsolatedFailure, run_isolated

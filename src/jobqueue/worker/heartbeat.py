@@ -13,11 +13,11 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from jobqueue.checkpoints import Signal, Signals
 from jobqueue.db.pool import log_failure, resend_unsent
 from jobqueue.db.records import ClaimedJob
 from jobqueue.db.store import Store
 from jobqueue.logs import get_logger
-from jobqueue.signals import Signal, Signals
 
 log = get_logger("jobqueue.heartbeat")
 

@@ -12,7 +12,7 @@ say when a job was queued behind that point, and the producer then looks from th
 start; it also does whenever the listener is not in place, and every
 FULL_SCAN_SECONDS in any case.
 
-A queue with limits shared by every worker (jobqueue.limits: global_limit, key
+A queue with limits shared by every worker (jobqueue.model.limits: global_limit, key
 limits, rates) is claimed by worker/limited_claim.py instead, under the queue's row
 lock. Which queues have such limits is read once per poll interval, so a queue
 without them never takes that lock, and one with no due job is passed over after one
@@ -42,12 +42,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from jobqueue.checkpoints import Signal, Signals
 from jobqueue.db.pool import log_failure, resend_unsent
 from jobqueue.db.records import ClaimedJob, ClaimKey
 from jobqueue.db.sql import new_jobs
 from jobqueue.db.store import Store
 from jobqueue.logs import get_logger
-from jobqueue.signals import Signal, Signals
 from jobqueue.worker import limited_claim
 from jobqueue.worker.completer import Handoff
 from jobqueue.worker.executor import Executor

@@ -191,7 +191,7 @@ class Worker:
         self._tasks: list[asyncio.Task[None]] = []
 
     def arm_signals(self) -> None:
-        """Arm every service's test signals (see jobqueue.signals)."""
+        """Arm every service's test signals (see jobqueue.checkpoints)."""
         for service in (
             self.producer, self.executor, self.completer, self.progress, self.heartbeat,
             self.leader,

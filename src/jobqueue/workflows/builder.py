@@ -22,9 +22,9 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from jobqueue import fields
-from jobqueue.options import JOB_OPTIONS
-from jobqueue.rows import Rows
+from jobqueue.enqueue.rows import Rows
+from jobqueue.model import fields
+from jobqueue.model.options import JOB_OPTIONS
 from jobqueue.workflows.model import (
     ON_FAILURE,
     RUN_IF,

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
 
-from jobqueue.job import Job, JobStatus
+from jobqueue.model.job import Job, JobStatus
 
 OnFailure = Literal["cancel", "continue"]
 RunIf = Literal["completed", "finished", "failed"]

@@ -7,9 +7,9 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
-from jobqueue import fields
-from jobqueue.new_job import NewJob
-from jobqueue.rows import Rows
+from jobqueue.enqueue.new_job import NewJob
+from jobqueue.enqueue.rows import Rows
+from jobqueue.model import fields
 from jobqueue.workflows.model import MAX_JOBS, REF_MAX_LENGTH, OnFailure, RunIf, WorkflowError
 from jobqueue.workflows.plan import Planned, check, planned
 

@@ -15,8 +15,8 @@ from collections.abc import AsyncIterator, Sequence
 from jobqueue import audit
 from jobqueue.audit import Action, Actor
 from jobqueue.db.store import Store
-from jobqueue.job import JobStatus
 from jobqueue.logs import get_logger
+from jobqueue.model.job import JobStatus
 from jobqueue.workflows.model import (
     CreatedWorkflow,
     Workflow,

@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 
-from jobqueue import fields
-from jobqueue.new_job import NewJob
+from jobqueue.enqueue.new_job import NewJob
+from jobqueue.model import fields
 
 HEADER = "Idempotency-Key"
 # A structured-field string: printable ASCII, with \" and \\ its only escapes.

@@ -1,7 +1,7 @@
 """The job record as users see it, over HTTP and from Python.
 
 Plain dataclasses: a worker process reads jobs without loading pydantic (see
-jobqueue.fields). FastAPI and pydantic serialise them as they are; ``__pydantic_config__``
+jobqueue.model.fields). FastAPI and pydantic serialise them as they are; ``__pydantic_config__``
 only adds an OpenAPI example.
 """
 
@@ -13,7 +13,7 @@ import json
 from datetime import datetime
 from typing import Any, ClassVar
 
-from jobqueue.limits.model import LimitsInfo
+from jobqueue.model.limits import LimitsInfo
 
 
 class JobStatus(enum.StrEnum):

@@ -9,13 +9,13 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from jobqueue import fields
 from jobqueue.config import Settings
 from jobqueue.db.records import JobOptions, JobRow
+from jobqueue.model import fields
 from jobqueue.task import Task, job_options
 
 if TYPE_CHECKING:
-    from jobqueue.new_job import NewJob
+    from jobqueue.enqueue.new_job import NewJob
 
 # One encoder for every call: json.dumps with options builds a new one each time.
 # allow_nan=False: NaN is not JSON, and jsonb would refuse the INSERT (with every job

@@ -14,7 +14,7 @@ Each call keeps its own promise: it returns once its row is committed. When a
 shared INSERT fails for a reason other than the database being unreachable, each
 of its rows is tried again alone, so an error reaches only the call that caused it.
 
-The database being unreachable is one of two errors (jobqueue.errors), decided by
+The database being unreachable is one of two errors (jobqueue.model.errors), decided by
 ``on_pool``: EnqueueFailed when nothing was stored, EnqueueOutcomeUnknown when the
 connection died after the INSERT was sent. Only a statement that provably never
 reached the server is tried again; one whose fate is unknown never is.
@@ -32,9 +32,9 @@ import asyncpg
 from jobqueue.db.pool import KeptConnection, error_text, is_unavailable, never_sent
 from jobqueue.db.records import JobRow
 from jobqueue.db.store import Store
-from jobqueue.errors import EnqueueError, EnqueueFailed, EnqueueOutcomeUnknown
-from jobqueue.idempotency import IdempotencyKey, remembered_insert
-from jobqueue.job import Job
+from jobqueue.enqueue.idempotency import IdempotencyKey, remembered_insert
+from jobqueue.model.errors import EnqueueError, EnqueueFailed, EnqueueOutcomeUnknown
+from jobqueue.model.job import Job
 
 T = TypeVar("T")
 

@@ -1,6 +1,6 @@
 """The rules a new job's options obey, in one place.
 
-Two checkers read them: ``jobqueue.new_job.NewJob`` (pydantic, for HTTP, with errors
+Two checkers read them: ``jobqueue.enqueue.new_job.NewJob`` (pydantic, for HTTP, with errors
 and an OpenAPI schema per field) and :func:`check_options` (plain Python, for
 ``JobQueue.task`` and ``JobQueue.enqueue``). The plain one exists so that a worker
 process never loads pydantic: it costs about 10 MiB of memory per process.

@@ -1,6 +1,6 @@
 """The options of a new job, named once: every way to enqueue takes these (beside its
 payload and, from Python, ``conn``), and tests/unit/test_job_options.py fails when one
-path lacks one. Adding an option is its column, its check in jobqueue.fields, and a
+path lacks one. Adding an option is its column, its check in jobqueue.model.fields, and a
 line here; the test then names every path that must take it."""
 
 from __future__ import annotations

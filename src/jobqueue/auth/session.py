@@ -20,8 +20,8 @@ import secrets
 
 from fastapi import HTTPException, Request, Response
 
-from jobqueue.api.auth import Authenticator
-from jobqueue.tokens import Principal, Scope
+from jobqueue.auth.authenticator import Authenticator
+from jobqueue.model.tokens import Principal, Scope
 
 SESSION_COOKIE = "jobqueue_session"
 # The CSRF secret of a browser with no session (the sign-in form, an open dashboard).

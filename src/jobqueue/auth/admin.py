@@ -7,7 +7,7 @@ from __future__ import annotations
 from jobqueue import audit
 from jobqueue.audit import Actor
 from jobqueue.db.store import Store
-from jobqueue.tokens import StoredToken, TokenInfo
+from jobqueue.model.tokens import StoredToken, TokenInfo
 
 
 async def create(

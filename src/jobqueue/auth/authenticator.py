@@ -1,7 +1,7 @@
 """Authentication of HTTP requests: the bearer token, its scopes and restrictions.
 
 Every route declares the scope it needs with ``require``; the route receives the
-:class:`~jobqueue.tokens.Principal` it acts as. The tokens are read from the database
+:class:`~jobqueue.model.tokens.Principal` it acts as. The tokens are read from the database
 at most every REFRESH_SECONDS and checked in memory: a request costs a hash and a dict
 lookup, and a token revoked in one API process counts in every other within
 MAX_AGE_SECONDS. A token whose key id the view lacks has the tokens read again before
@@ -25,11 +25,11 @@ from fastapi import APIRouter, FastAPI, HTTPException, Request, Security
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
-from jobqueue import tokens
+from jobqueue.auth import tokens
 from jobqueue.db.pool import error_text
 from jobqueue.db.store import Store
 from jobqueue.logs import get_logger
-from jobqueue.tokens import ADMIN_TOKEN_NAME, ALL_SCOPES, OPEN, Principal, Scope, StoredToken
+from jobqueue.model.tokens import ADMIN_TOKEN_NAME, ALL_SCOPES, OPEN, Principal, Scope, StoredToken
 
 if TYPE_CHECKING:
     from prometheus_client import Metric

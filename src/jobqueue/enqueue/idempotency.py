@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from jobqueue.db.pool import error_text, is_unavailable, never_sent
 from jobqueue.db.store import Store
-from jobqueue.errors import EnqueueFailed, EnqueueOutcomeUnknown
-from jobqueue.job import Job
+from jobqueue.model.errors import EnqueueFailed, EnqueueOutcomeUnknown
+from jobqueue.model.job import Job
 
 # Rounds of "take the key, else read it" before giving up: a key read as taken can
 # expire (and be swept) before it is read, and is then free for the next round.

@@ -1,7 +1,7 @@
 """NewJob: a job as a client describes it, validated field by field (HTTP, enqueue_jobs).
 
-The rules are those of jobqueue.fields; this model adds per-field errors and the
-OpenAPI schema. It is not imported by the worker path (see jobqueue.fields).
+The rules are those of jobqueue.model.fields; this model adds per-field errors and the
+OpenAPI schema. It is not imported by the worker path (see jobqueue.model.fields).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from jobqueue import fields
+from jobqueue.model import fields
 
 QueueName = Annotated[str, StringConstraints(pattern=fields.QUEUE_PATTERN)]
 # Text PostgreSQL can store (no NUL, no lone surrogate): any other is a 422, not a 500.

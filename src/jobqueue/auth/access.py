@@ -14,8 +14,8 @@ from collections.abc import Iterable
 
 from fastapi import HTTPException
 
-from jobqueue.job import Attempt, Job, JobNotFound, QueueInfo, WorkerInfo
-from jobqueue.tokens import Principal, Scope
+from jobqueue.model.job import Attempt, Job, JobNotFound, QueueInfo, WorkerInfo
+from jobqueue.model.tokens import Principal, Scope
 
 
 def visible(job: Job | None, who: Principal, job_id: int) -> Job:
