@@ -521,8 +521,8 @@ async def count_connections(dsn: str, processes: int) -> tuple[int, int, float]:
 
 async def bench_token(dsn: str, auth: bool) -> str | None:
     """No token at all (the API is open on loopback), or one with `jobs:enqueue`."""
+    from jobqueue.auth.tokens import new_token
     from jobqueue.db.store import Store
-    from jobqueue.model.tokens import new_token
 
     conn = await asyncpg.connect(dsn)
     try:

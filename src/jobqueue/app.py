@@ -10,42 +10,44 @@ job = jq.enqueue_sync("send_email", {"to": "a@b.c"})   # from sync code
 
 A facade: tasks live in jobqueue.task, rows are built by jobqueue.enqueue.rows, the
 database and what is open on it in jobqueue.database, queries in jobqueue.db.store,
-job control in jobqueue.control and the sync API's loop in jobqueue.sync_bridge.
+job control in jobqueue.control, the sync API's loop in jobqueue.sync_bridge; what
+the dashboard and the CLI read besides (``jq.inspect``) in jobqueue.inspection, and
+API tokens (``jq.tokens``) in jobqueue.auth.admin. Nothing above this facade opens
+the store itself.
 """
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import contextlib
 import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 import asyncpg
 
-from jobqueue import config, control, logs, observability
+from jobqueue import config, control, logs, observability, settings_parsing
 from jobqueue.audit import Actor
+from jobqueue.auth.admin import TokenAdmin
 from jobqueue.config import Settings
-from jobqueue.database import Database
+from jobqueue.database import Connected
 from jobqueue.db.connections import (
     AppConnection,
-    executor_for,
     run_blocking,
     sync_executor_for,
 )
 from jobqueue.db.pool import raises_unavailable, unavailable_raised
-from jobqueue.db.query_base import Clock
 from jobqueue.db.records import JobRow
 from jobqueue.db.store import Store
-from jobqueue.enqueue.enqueuer import insert, on_pool, opened
+from jobqueue.enqueue.enqueuer import insert
 from jobqueue.enqueue.rows import Rows
+from jobqueue.inspection import Inspector
 from jobqueue.model import fields
 from jobqueue.model.job import RETRYABLE_STATES, Attempt, Job, JobStatus, QueueInfo, WorkerInfo
+from jobqueue.model.options import BatchOptions, EnqueueOptions
 from jobqueue.observability import trace_context
 from jobqueue.retry import RetryPolicy
-from jobqueue.sync_bridge import SyncBridge
 from jobqueue.task import Task, TaskDecorator, task_decorator
 from jobqueue.worker.worker import Worker, in_process, worker_settings
 from jobqueue.workflows import store as workflows_store
@@ -64,8 +66,8 @@ __all__ = ["AppConnection", "JobQueue", "Task"]
 T = TypeVar("T")
 
 
-class JobQueue:
-    """Tasks plus a connection to the queue's database.
+class JobQueue(Connected):
+    """Tasks plus a connection to the queue's database (jobqueue.database.Connected).
 
     ``dsn`` and ``schema`` override ``DATABASE_URL`` and ``JOBQUEUE_SCHEMA``; with
     neither a DSN nor ``DATABASE_URL`` the embedded PostgreSQL in
@@ -80,15 +82,18 @@ class JobQueue:
         if dsn is not None:
             settings = dataclasses.replace(settings, database_url=dsn)
         if schema is not None:
-            settings = dataclasses.replace(settings, schema=config.schema_name("schema", schema))
+            settings = dataclasses.replace(
+                settings, schema=settings_parsing.schema_name("schema", schema)
+            )
         self.tasks: dict[str, Task[Any, Any]] = {}
-        # The time the queries take as now: the database's, unless a test sets it.
-        self.clock = Clock()
-        self._database = Database(settings, self.clock)
+        super().__init__(settings)
         self.settings = settings
-        self._sync = SyncBridge(self.close_pool)
         # Set by jobqueue.testing.inline: runs the due jobs right after an enqueue.
         self.after_enqueue: Callable[[], Awaitable[None]] | None = None
+        # What the dashboard, the API and the CLI read and change besides jobs and
+        # queues, each a small service on this queue's store.
+        self.inspect = Inspector(self)
+        self.tokens = TokenAdmin(self.store)
 
     @property
     def settings(self) -> Settings:
@@ -149,65 +154,6 @@ class JobQueue:
     def queue_names(self) -> set[str]:
         return {t.queue for t in self.tasks.values() if t.queue}
 
-    # -- connection ------------------------------------------------------------
-
-    @property
-    def dsn(self) -> str:
-        """The database's DSN; resolving it may start the embedded server."""
-        return self._database.dsn
-
-    @property
-    def direct_dsn(self) -> str | None:
-        """Where LISTEN connects: JOBQUEUE_DIRECT_DATABASE_URL, else the DSN; None when
-        poll-only (JOBQUEUE_DIRECT_DATABASE_URL=none)."""
-        return self._database.direct_dsn
-
-    def use_dsn(self, dsn: str) -> None:
-        """Use a DSN resolved elsewhere (the server process resolves it once)."""
-        self._database.use_dsn(dsn)
-
-    @raises_unavailable
-    async def pool(self) -> asyncpg.Pool:
-        """This event loop's pool, opened on first use."""
-        return (await self._database.resources()).pool
-
-    @raises_unavailable
-    async def store(self) -> Store:
-        """This event loop's store: every query, as a typed method (jobqueue.db.store)."""
-        return (await self._database.resources()).store
-
-    @raises_unavailable
-    async def migrate(self) -> list[int]:
-        """Apply the schema; returns the migration versions applied now."""
-        return await self._database.migrate()
-
-    @raises_unavailable
-    async def ping(self) -> None:
-        """One round trip to the database (raises if it cannot be reached)."""
-        await (await self.store()).ping()
-
-    @raises_unavailable
-    async def close_pool(self, *, terminate: bool = False) -> None:
-        """Close this event loop's pool; the next use opens a new one. ``terminate``
-        drops the connections at once (the database is gone: nothing to say goodbye to).
-        """
-        await self._database.close_loop(terminate=terminate)
-
-    @raises_unavailable
-    async def close(self) -> None:
-        """Close this loop's pool (and the sync API's), and stop an embedded server we own."""
-        await self.close_pool()
-        self._sync.close()
-        if not self._database.open_loops and self._database.owns_embedded:
-            await asyncio.to_thread(self._database.stop_embedded)
-
-    async def __aenter__(self) -> JobQueue:
-        await self.pool()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     # -- running jobs in this process ----------------------------------------------
 
     @contextlib.asynccontextmanager
@@ -254,15 +200,8 @@ class JobQueue:
         type: str,
         payload: Any = None,
         *,
-        queue: str | None = None,
-        priority: int | None = None,
-        max_attempts: int | None = None,
-        run_at: datetime | None = None,
-        delay_seconds: float | None = None,
-        unique_key: str | None = None,
-        unique_for: float | None = None,
         conn: AppConnection | None = None,
-        concurrency_key: str | None = None,
+        **options: Unpack[EnqueueOptions],
     ) -> Job:
         """Store a new job and return it.
 
@@ -282,21 +221,15 @@ class JobQueue:
         was stored, EnqueueOutcomeUnknown if the connection died once the job was sent,
         so that it may be stored; retry that one with a ``unique_key`` (jobqueue.model.errors).
 
-        ``concurrency_key``: the job's key for its queue's key limits (default: the
-        value of its task's ``concurrency_key`` payload field; docs/limits.md).
+        ``options`` (jobqueue.model.options.EnqueueOptions): ``queue``, ``priority``,
+        ``max_attempts``, ``run_at`` or ``delay_seconds``, ``unique_key`` and
+        ``unique_for``, and ``concurrency_key``, the job's key for its queue's key limits
+        (default: the value of its task's ``concurrency_key`` payload field;
+        docs/limits.md). Each left out (or None) is its task's default, else the
+        settings'.
         """
-        fields.check_options(unique_key=unique_key, unique_for=unique_for)
-        row = self._rows.row(
-            type,
-            payload,
-            queue=queue,
-            priority=priority,
-            max_attempts=max_attempts,
-            run_at=run_at,
-            delay_seconds=delay_seconds,
-            trace=trace_context.recorded(),
-            concurrency_key=concurrency_key,
-        )
+        row = self._rows.row(type, payload, options, trace_context.recorded())
+        unique_key, unique_for = options.get("unique_key"), options.get("unique_for")
         job, _ = await self._insert(row, unique_key, unique_for, conn)
         if self.after_enqueue is not None and conn is None:
             await self.after_enqueue()
@@ -326,15 +259,7 @@ class JobQueue:
         conn: AppConnection | None,
         idem: IdempotencyKey | None = None,
     ) -> tuple[Job, bool]:
-        if conn is None and unique_key is None and idem is None:  # shared with concurrent calls
-            resources = self._database.current()
-            if resources is None:
-                resources = await opened(self._database.resources())
-            job, created = await resources.enqueuer.insert(row), True
-        else:
-            job, created = await self._write(
-                conn, lambda store: insert(store, row, unique_key, unique_for, idem)
-            )
+        job, created = await self._database.insert(row, unique_key, unique_for, conn, idem)
         if created:
             observability.enqueued([row])
         return job, created
@@ -344,43 +269,35 @@ class JobQueue:
         type: str,
         payloads: Iterable[Any],
         *,
-        queue: str | None = None,
-        priority: int | None = None,
-        max_attempts: int | None = None,
-        run_at: datetime | None = None,
-        delay_seconds: float | None = None,
-        concurrency_key: str | None = None,
         conn: asyncpg.Connection | None = None,
+        **options: Unpack[BatchOptions],
     ) -> list[int]:
         """Store one job of ``type`` per payload, all or none, in one statement; return
         their ids in order. Workers are woken once per batch, not once per job. An outage
         raises EnqueueFailed or EnqueueOutcomeUnknown, as ``enqueue`` does.
+        ``options``: ``enqueue``'s but a unique key (BatchOptions), each job's;
         ``concurrency_key``: every job's key (default: each payload's own, as its task
         names it)."""
-        options = self._rows.options(
-            type,
-            queue=queue,
-            priority=priority,
-            max_attempts=max_attempts,
-            run_at=run_at,
-            delay_seconds=delay_seconds,
-        )
-        encoded, keys = self._rows.payloads(options.type, payloads)
+        if "unique_key" in options or "unique_for" in options:
+            raise TypeError("enqueue_many: a unique key names one job; enqueue each such job")
+        resolved = self._rows.options(type, options)
+        encoded, keys = self._rows.payloads(resolved.type, payloads)
         if not encoded:
             return []
+        concurrency_key = options.get("concurrency_key")
         if concurrency_key is not None:
             keys = [fields.check_concurrency_key(concurrency_key)] * len(encoded)
         trace = trace_context.recorded(bulk=True)
-        ids = await self._write(
+        ids = await self._database.write(
             conn,
             lambda store: store.enqueue_payloads(
-                options=options,
+                options=resolved,
                 payloads=encoded,
                 trace=trace,
                 keys=keys if any(k is not None for k in keys) else None,
             ),
         )
-        observability.enqueued([options], len(ids))
+        observability.enqueued([resolved], len(ids))
         if self.after_enqueue is not None and conn is None:
             await self.after_enqueue()
         return ids
@@ -402,18 +319,9 @@ class JobQueue:
         rows = [self._rows.row_of(spec, trace) for spec in specs]
         if not rows:
             return []
-        jobs = await self._write(conn, lambda store: store.enqueue_rows(rows=rows))
+        jobs = await self._database.write(conn, lambda store: store.enqueue_rows(rows=rows))
         observability.enqueued(rows)
         return [job.id for job in jobs]
-
-    async def _write(self, conn: AppConnection | None, write: Callable[[Store], Awaitable[T]]) -> T:
-        """``write`` on the application's connection, inside its transaction (its
-        errors are its driver's), or on a pooled one under enqueue's error contract:
-        EnqueueFailed or EnqueueOutcomeUnknown when the database cannot be reached."""
-        store = (await opened(self._database.resources())).store
-        if conn is None:
-            return await on_pool(store, write)
-        return await write(store.on(executor_for(conn)))
 
     # -- reading jobs --------------------------------------------------------------
 
@@ -544,7 +452,9 @@ class JobQueue:
     async def _create_workflow(
         self, name: str | None, jobs: builtins.list[Planned], conn: AppConnection | None
     ) -> CreatedWorkflow:
-        created = await self._write(conn, lambda store: workflows_store.create(store, name, jobs))
+        created = await self._database.write(
+            conn, lambda store: workflows_store.create(store, name, jobs)
+        )
         observability.enqueued([p.row for p in jobs])
         observability.workflow_created(name)
         return created
@@ -572,25 +482,13 @@ class JobQueue:
     @raises_unavailable
     async def queues(self) -> builtins.list[QueueInfo]:
         """Every queue with jobs or controls, by name."""
-        store = await self.store()
-        limits = await store.queue_limits_overview()
-        queues = [
-            dataclasses.replace(q, limits=limits[q.name]) if q.name in limits else q
-            for q in await store.queues_overview()
-        ]
-        return await control.with_unhandled(store, queues, self.settings.lease_seconds)
+        return await control.queues(await self.store(), self.settings.lease_seconds)
 
     @raises_unavailable
     async def queue(self, name: str) -> QueueInfo:
         """One queue; a queue with no job and no control shows zeros."""
         fields.check_options(queue=name)
-        store = await self.store()
-        found = await store.queues_overview(name=name)
-        queue = found[0] if found else QueueInfo(name, 0, 0, 0, 0, 0, False, None, None)
-        limits = await store.queue_limits_overview(name=name)
-        queue = dataclasses.replace(queue, limits=limits[name]) if name in limits else queue
-        [queue] = await control.with_unhandled(store, [queue], self.settings.lease_seconds)
-        return queue
+        return await control.queue(await self.store(), name, self.settings.lease_seconds)
 
     @raises_unavailable
     async def pause(self, name: str, *, by: Actor | None = None) -> QueueInfo:
@@ -625,38 +523,21 @@ class JobQueue:
         type: str,
         payload: Any = None,
         *,
-        queue: str | None = None,
-        priority: int | None = None,
-        max_attempts: int | None = None,
-        run_at: datetime | None = None,
-        delay_seconds: float | None = None,
-        unique_key: str | None = None,
-        unique_for: float | None = None,
         conn: Any = None,
-        concurrency_key: str | None = None,
+        **options: Unpack[EnqueueOptions],
     ) -> Job:
         """``enqueue`` for code without an event loop (scripts, WSGI apps, threads).
 
         ``conn``: a psycopg 3 connection, a SQLAlchemy Session over one, or Django's
         ``django.db.connection`` (psycopg 3 backend), inside the application's
         transaction; the job exists exactly when that transaction commits (run in the
-        caller's thread, on the caller's connection).
+        caller's thread, on the caller's connection). ``options``: ``enqueue``'s.
         """
-        options: dict[str, Any] = dict(
-            queue=queue,
-            priority=priority,
-            max_attempts=max_attempts,
-            run_at=run_at,
-            delay_seconds=delay_seconds,
-            concurrency_key=concurrency_key,
-        )
         if conn is None:
-            return self._sync.run(
-                self.enqueue(type, payload, unique_key=unique_key, unique_for=unique_for, **options)
-            )
-        fields.check_options(unique_key=unique_key, unique_for=unique_for)
-        row = self._rows.row(type, payload, **options, trace=trace_context.recorded())
+            return self._sync.run(self.enqueue(type, payload, **options))
+        row = self._rows.row(type, payload, options, trace_context.recorded())
         store = Store(sync_executor_for(conn), self.settings.schema, self.clock)
+        unique_key, unique_for = options.get("unique_key"), options.get("unique_for")
         job, _ = run_blocking(insert(store, row, unique_key, unique_for))
         return job
 

@@ -77,7 +77,7 @@ class JobContext:
     @property
     def log(self) -> Any:
         """A structlog logger bound with this job's id, type and attempt, logging under
-        the name ``jobqueue.model.job`` (docs/job-logs.md). Its lines are kept with the attempt
+        the name ``jobqueue.job`` (docs/job-logs.md). Its lines are kept with the attempt
         too (per-job logs), unless JOBQUEUE_JOB_LOGS is off."""
         capture = self._job_log
         logger = (

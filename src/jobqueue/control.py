@@ -159,6 +159,26 @@ async def cancel_many(
     return counts
 
 
+async def queues(store: Store, live_seconds: float) -> list[QueueInfo]:
+    """See JobQueue.queues: each with its limits, and its jobs no live worker handles."""
+    limits = await store.queue_limits_overview()
+    found = [
+        dataclasses.replace(q, limits=limits[q.name]) if q.name in limits else q
+        for q in await store.queues_overview()
+    ]
+    return await with_unhandled(store, found, live_seconds)
+
+
+async def queue(store: Store, name: str, live_seconds: float) -> QueueInfo:
+    """See JobQueue.queue: zeros for a queue with no job and no control."""
+    found = await store.queues_overview(name=name)
+    info = found[0] if found else QueueInfo(name, 0, 0, 0, 0, 0, False, None, None)
+    limits = await store.queue_limits_overview(name=name)
+    info = dataclasses.replace(info, limits=limits[name]) if name in limits else info
+    [info] = await with_unhandled(store, [info], live_seconds)
+    return info
+
+
 async def with_unhandled(
     store: Store, queues: list[QueueInfo], live_seconds: float
 ) -> list[QueueInfo]:

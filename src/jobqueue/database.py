@@ -10,18 +10,29 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Self, TypeVar
 
 import asyncpg
 
 from jobqueue.config import Settings
+from jobqueue.db.connections import AppConnection, executor_for
 from jobqueue.db.embedded import EmbeddedPostgres
 from jobqueue.db.migrate import migrate
-from jobqueue.db.pool import connect_session, create_pool, resolve_dsn
+from jobqueue.db.pool import connect_session, create_pool, raises_unavailable, resolve_dsn
 from jobqueue.db.query_base import Clock
+from jobqueue.db.records import JobRow
 from jobqueue.db.store import Store
-from jobqueue.enqueue.enqueuer import Enqueuer
+from jobqueue.enqueue.enqueuer import Enqueuer, insert, on_pool, opened
+from jobqueue.model.job import Job
+from jobqueue.sync_bridge import SyncBridge
 from jobqueue.waiter import Waiter
+
+if TYPE_CHECKING:
+    from jobqueue.enqueue.idempotency import IdempotencyKey
+
+T = TypeVar("T")
 
 # Connections per process when JOBQUEUE_POOL_SIZE is auto and nothing chose fewer
 # (`jobqueue worker` does: see cli/service.py). Handlers never use them: a worker
@@ -95,6 +106,34 @@ class Database:
             found = self._loops[loop] = LoopResources(pool, store, Enqueuer(store))
         return found
 
+    async def insert(
+        self,
+        row: JobRow,
+        unique_key: str | None,
+        unique_for: float | None,
+        conn: AppConnection | None,
+        idem: IdempotencyKey | None,
+    ) -> tuple[Job, bool]:
+        """The job stored (or the one its unique or idempotency key names) and whether
+        it is new. A plain job on the pool joins the concurrent ones (Enqueuer)."""
+        if conn is None and unique_key is None and idem is None:
+            resources = self.current()
+            if resources is None:
+                resources = await opened(self.resources())
+            return await resources.enqueuer.insert(row), True
+        return await self.write(
+            conn, lambda store: insert(store, row, unique_key, unique_for, idem)
+        )
+
+    async def write(self, conn: AppConnection | None, write: Callable[[Store], Awaitable[T]]) -> T:
+        """``write`` on the application's connection, inside its transaction (its
+        errors are its driver's), or on a pooled one under enqueue's error contract:
+        EnqueueFailed or EnqueueOutcomeUnknown when the database cannot be reached."""
+        store = (await opened(self.resources())).store
+        if conn is None:
+            return await on_pool(store, write)
+        return await write(store.on(executor_for(conn)))
+
     async def waiter(self) -> Waiter:
         resources = await self.resources()
         if resources.waiter is None:
@@ -146,3 +185,71 @@ class Database:
     @property
     def owns_embedded(self) -> bool:
         return self._embedded is not None
+
+
+class Connected:
+    """The connection half of a JobQueue: its database, with a pool per event loop,
+    the sync API's loop, and the clock its queries take as now."""
+
+    def __init__(self, settings: Settings) -> None:
+        # The time the queries take as now: the database's, unless a test sets it.
+        self.clock = Clock()
+        self._database = Database(settings, self.clock)
+        self._sync = SyncBridge(self.close_pool)
+
+    @property
+    def dsn(self) -> str:
+        """The database's DSN; resolving it may start the embedded server."""
+        return self._database.dsn
+
+    @property
+    def direct_dsn(self) -> str | None:
+        """Where LISTEN connects: JOBQUEUE_DIRECT_DATABASE_URL, else the DSN; None when
+        poll-only (JOBQUEUE_DIRECT_DATABASE_URL=none)."""
+        return self._database.direct_dsn
+
+    def use_dsn(self, dsn: str) -> None:
+        """Use a DSN resolved elsewhere (the server process resolves it once)."""
+        self._database.use_dsn(dsn)
+
+    @raises_unavailable
+    async def pool(self) -> asyncpg.Pool:
+        """This event loop's pool, opened on first use."""
+        return (await self._database.resources()).pool
+
+    @raises_unavailable
+    async def store(self) -> Store:
+        """This event loop's store: every query, as a typed method (jobqueue.db.store)."""
+        return (await self._database.resources()).store
+
+    @raises_unavailable
+    async def migrate(self) -> list[int]:
+        """Apply the schema; returns the migration versions applied now."""
+        return await self._database.migrate()
+
+    @raises_unavailable
+    async def ping(self) -> None:
+        """One round trip to the database (raises if it cannot be reached)."""
+        await (await self.store()).ping()
+
+    @raises_unavailable
+    async def close_pool(self, *, terminate: bool = False) -> None:
+        """Close this event loop's pool; the next use opens a new one. ``terminate``
+        drops the connections at once (the database is gone: nothing to say goodbye to).
+        """
+        await self._database.close_loop(terminate=terminate)
+
+    @raises_unavailable
+    async def close(self) -> None:
+        """Close this loop's pool (and the sync API's), and stop an embedded server we own."""
+        await self.close_pool()
+        self._sync.close()
+        if not self._database.open_loops and self._database.owns_embedded:
+            await asyncio.to_thread(self._database.stop_embedded)
+
+    async def __aenter__(self) -> Self:
+        await self.pool()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

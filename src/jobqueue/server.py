@@ -20,12 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import asyncpg
-
 from jobqueue import observability, wakeups
 from jobqueue.app import JobQueue
 from jobqueue.db.pool import is_unavailable, pooler_refusal
-from jobqueue.db.store import Store
 from jobqueue.logs import get_logger
 from jobqueue.tls import tls_files
 from jobqueue.worker import Worker
@@ -224,20 +221,13 @@ async def http_auth(jq: JobQueue, stop: asyncio.Event) -> tuple[bool, str | None
     if admin is None:
         if not await wait_for_database(jq, stop, migrate=False):
             return None
-        if not await active_token_exists(await jq.store()):
+        if not await jq.tokens.any_active():
             raise StartupError(
                 f"refusing to serve HTTP on {settings.host} without authentication: create "
                 "a token (jobqueue tokens create --name NAME --scope SCOPE), set "
                 "JOBQUEUE_ADMIN_TOKEN, or pass --insecure-no-auth"
             )
     return False, admin
-
-
-async def active_token_exists(store: Store) -> bool:
-    try:
-        return await store.tokens_active_exist()
-    except (asyncpg.UndefinedTableError, asyncpg.InvalidSchemaNameError):
-        return False  # a schema not migrated yet holds no token
 
 
 async def wait_for_database(jq: JobQueue, stop: asyncio.Event, *, migrate: bool) -> bool:

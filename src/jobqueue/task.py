@@ -27,14 +27,14 @@ import inspect
 import sys
 import typing
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, Protocol, TypeVar, cast
 
 import typing_extensions
 
 from jobqueue.config import Settings
 from jobqueue.cron import Schedule, parse_entries
 from jobqueue.model import fields
+from jobqueue.model.options import JOB_OPTIONS, EnqueueOptions
 from jobqueue.retry import RetryPolicy
 
 if TYPE_CHECKING:
@@ -265,72 +265,36 @@ class Task(Generic[M, R]):
                 )
         return fields
 
-    def enqueue(
-        self,
-        payload: M | None = None,
-        /,
-        *,
-        queue: str | None = None,
-        priority: int | None = None,
-        max_attempts: int | None = None,
-        run_at: datetime | None = None,
-        delay_seconds: float | None = None,
-        unique_key: str | None = None,
-        unique_for: float | None = None,
-        concurrency_key: str | None = None,
-        conn: Any = None,
-        **fields: Any,
-    ) -> Job:
+    def enqueue(self, payload: M | None = None, /, *, conn: Any = None, **given: Any) -> Job:
         """Store a job of this task from code without an event loop: its payload, or
         the payload's fields as keywords (``send_email.enqueue(to="a@b.c")``). The
-        options and ``conn`` are those of ``JobQueue.enqueue_sync``. Raises
-        PayloadError."""
+        options (the keywords named in jobqueue.model.options) and ``conn`` are those of
+        ``JobQueue.enqueue_sync``; jobqueue's mypy plugin types them all (jobqueue.mypy).
+        Raises PayloadError."""
+        options, fields = _options_and_fields(given)
         return self.jobqueue.enqueue_sync(
-            self.type,
-            self._payload(payload, fields),
-            queue=queue,
-            priority=priority,
-            max_attempts=max_attempts,
-            run_at=run_at,
-            delay_seconds=delay_seconds,
-            unique_key=unique_key,
-            unique_for=unique_for,
-            concurrency_key=concurrency_key,
-            conn=conn,
+            self.type, self._payload(payload, fields), conn=conn, **options
         )
 
     async def enqueue_async(
-        self,
-        payload: M | None = None,
-        /,
-        *,
-        queue: str | None = None,
-        priority: int | None = None,
-        max_attempts: int | None = None,
-        run_at: datetime | None = None,
-        delay_seconds: float | None = None,
-        unique_key: str | None = None,
-        unique_for: float | None = None,
-        concurrency_key: str | None = None,
-        conn: AppConnection | None = None,
-        **fields: Any,
+        self, payload: M | None = None, /, *, conn: AppConnection | None = None, **given: Any
     ) -> Job:
         """Store a job of this task: its payload, or the payload's fields as keywords.
         The options and ``conn`` are those of ``JobQueue.enqueue``. Raises
         PayloadError."""
+        options, fields = _options_and_fields(given)
         return await self.jobqueue.enqueue(
-            self.type,
-            self._payload(payload, fields),
-            queue=queue,
-            priority=priority,
-            max_attempts=max_attempts,
-            run_at=run_at,
-            delay_seconds=delay_seconds,
-            unique_key=unique_key,
-            unique_for=unique_for,
-            concurrency_key=concurrency_key,
-            conn=conn,
+            self.type, self._payload(payload, fields), conn=conn, **options
         )
+
+
+def _options_and_fields(given: dict[str, Any]) -> tuple[EnqueueOptions, dict[str, Any]]:
+    """The job's options among the keywords given, and the rest: the payload's fields.
+    A field named like an option must go in the payload object."""
+    if not given:
+        return {}, given
+    options = {name: given.pop(name) for name in JOB_OPTIONS if name in given}
+    return cast("EnqueueOptions", options), given
 
 
 def _field_names(payload_type: builtins.type | None) -> set[str] | None:

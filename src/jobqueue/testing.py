@@ -49,15 +49,14 @@ async def drain(jq: JobQueue, *, timeout: float = 30.0, concurrency: int = 1) ->
         poll_interval=DRAIN_POLL_SECONDS,
         claim_any_type=True,
     )
-    store = await jq.store()
-    started_at = await store.clock_now()
-    async with in_process(store.pool, jq.dsn, settings, jq.tasks, clock=jq.clock) as worker:
+    started_at = await jq.inspect.now()
+    async with in_process(await jq.pool(), jq.dsn, settings, jq.tasks, clock=jq.clock) as worker:
         deadline = time.monotonic() + timeout
         while await _busy(jq, worker):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"jobs still due or running after {timeout:g}s")
             await asyncio.sleep(0.02)
-    return await store.jobs_changed_since(since=started_at)
+    return await jq.inspect.jobs_changed_since(started_at)
 
 
 @contextlib.asynccontextmanager
@@ -96,7 +95,7 @@ async def inline(jq: JobQueue) -> AsyncIterator[JobQueue]:
 async def _busy(jq: JobQueue, worker: Worker) -> bool:
     if worker.executor.running:
         return True
-    return await (await jq.store()).jobs_due_or_running()
+    return await jq.inspect.jobs_due_or_running()
 
 
 async def assert_enqueued(

@@ -21,9 +21,9 @@ import asyncpg
 import httpx
 import pytest
 
+from jobqueue.auth.tokens import new_token
 from jobqueue.config import Settings
 from jobqueue.db.store import Store
-from jobqueue.model.tokens import new_token
 from tests.conftest import Process, Spawn, free_port, free_ports, jobqueue
 
 pytestmark = pytest.mark.anyio

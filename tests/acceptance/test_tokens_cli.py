@@ -9,7 +9,7 @@ import json
 import asyncpg
 import pytest
 
-from jobqueue.model.tokens import digest
+from jobqueue.auth.tokens import digest
 from tests.conftest import jobqueue
 
 pytestmark = pytest.mark.anyio

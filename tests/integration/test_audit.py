@@ -16,11 +16,11 @@ from jobqueue.api import create_app
 from jobqueue.api.refusals import RefusalLog
 from jobqueue.app import JobQueue
 from jobqueue.audit import Actor
+from jobqueue.auth.tokens import new_token
 from jobqueue.db.sql import queries
 from jobqueue.maintenance.leader import Leader
 from jobqueue.maintenance.retention import Retention
 from jobqueue.model.job import JobStatus
-from jobqueue.model.tokens import new_token
 from tests.conftest import dead_letters, jobqueue
 
 pytestmark = pytest.mark.anyio

@@ -82,7 +82,7 @@ def test_the_applications_handlers_get_the_lines_at_their_levels(
         "INFO jobqueue.migrate: migration applied version=1 ",
         "INFO jobqueue.worker: worker started ",
         "INFO jobqueue.lifecycle: job.started job_id=1 type=hello ",
-        "INFO jobqueue.model.job: said hello job_id=1 type=hello attempt=1 to=world",
+        "INFO jobqueue.job: said hello job_id=1 type=hello attempt=1 to=world",
         "INFO jobqueue.lifecycle: job.completed job_id=1 type=hello ",
     ):
         assert any(line.startswith(start) for line in lines), (start, done.stderr)

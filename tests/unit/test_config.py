@@ -8,8 +8,9 @@ import re
 import pytest
 
 from jobqueue import config
-from jobqueue.config import ConfigError, Settings, queue_limits, queue_list, retention
+from jobqueue.config import ConfigError, Settings
 from jobqueue.settings_docs import markdown_table, with_table
+from jobqueue.settings_parsing import queue_limits, queue_list, retention
 from tests.conftest import ROOT
 
 

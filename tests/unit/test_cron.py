@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from jobqueue.app import JobQueue
-from jobqueue.config import ConfigError, cron_entries
+from jobqueue.settings_parsing import ConfigError, cron_entries
 
 
 def test_bad_schedules_are_refused_naming_the_field() -> None:

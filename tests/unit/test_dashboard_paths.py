@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobqueue.ui.pages import local
+from jobqueue.ui.rendering import local
 
 
 @pytest.mark.parametrize(

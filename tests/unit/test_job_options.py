@@ -1,20 +1,28 @@
 """Every way to enqueue takes the same options (jobqueue.model.options): one that a path
 lacks fails here, naming the path. Task.enqueue once had no concurrency_key while
-JobQueue.enqueue had one; the CLI had none either."""
+JobQueue.enqueue had one; the CLI had none either. The Python paths take them as
+``**options: Unpack[EnqueueOptions]``, so they cannot drift; the HTTP schema and the
+CLI name them one by one."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import re
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from jobqueue.app import JobQueue
 from jobqueue.cli import build_parser
+from jobqueue.config import load
 from jobqueue.enqueue.new_job import NewJob
-from jobqueue.model import fields
+from jobqueue.enqueue.rows import Rows
+from jobqueue.model import fields, options
 from jobqueue.model.options import BATCH_OPTIONS, JOB_OPTIONS
-from jobqueue.task import Task
-from jobqueue.workflows.builder import _OPTIONS, WorkflowBuilder
+from jobqueue.task import _options_and_fields
+from jobqueue.workflows.builder import _OPTIONS, WorkflowBuilder, step
 
 # What a path takes besides a job's options.
 BESIDES = {"conn", "payload", "ref", "depends_on", "on_failure", "run_if", "force", "json",
@@ -24,8 +32,15 @@ CLI_NAMES = {"delay": "delay_seconds"}
 
 
 def keywords(function: Callable[..., Any]) -> set[str]:
+    """The keywords ``function`` takes: its keyword-only parameters, and the keys of
+    the TypedDict its ``**kwargs`` unpacks."""
     parameters = inspect.signature(function).parameters.values()
-    return {p.name for p in parameters if p.kind is p.KEYWORD_ONLY} - BESIDES
+    named = {p.name for p in parameters if p.kind is p.KEYWORD_ONLY}
+    for p in parameters:
+        unpacked = re.fullmatch(r"Unpack\[(\w+)\]", str(p.annotation))
+        if p.kind is p.VAR_KEYWORD and unpacked:
+            named |= set(getattr(options, unpacked.group(1)).__annotations__)
+    return named - BESIDES
 
 
 def cli_enqueue_options() -> set[str]:
@@ -39,14 +54,22 @@ def cli_enqueue_options() -> set[str]:
     return names - BESIDES
 
 
+def task_options() -> set[str]:
+    """The keywords a Task's enqueue takes as options (the others are payload fields)."""
+    given = {name: None for name in JOB_OPTIONS} | {"a_field": 1}
+    found, fields_left = _options_and_fields(given)
+    assert fields_left == {"a_field": 1}
+    return set(found)
+
+
 def test_every_path_takes_every_job_option() -> None:
     paths: dict[str, set[str]] = {
         "JobQueue.enqueue": keywords(JobQueue.enqueue),
         "JobQueue.enqueue_sync": keywords(JobQueue.enqueue_sync),
-        "Task.enqueue": keywords(Task.enqueue),
-        "Task.enqueue_async": keywords(Task.enqueue_async),
+        "Task.enqueue(_async) (**given)": task_options(),
         "WorkflowBuilder.add": keywords(WorkflowBuilder.add),
-        "workflow step(**options)": set(_OPTIONS),
+        "workflow step(**options)": keywords(step),
+        "workflow step's check": set(_OPTIONS),
         "POST /jobs (NewJob)": set(NewJob.model_fields) - BESIDES,
         "fields.check_options": keywords(fields.check_options),
         "jobqueue enqueue": cli_enqueue_options(),
@@ -58,3 +81,16 @@ def test_every_path_takes_every_job_option() -> None:
 
 def test_a_batch_takes_every_option_but_a_unique_key() -> None:
     assert keywords(JobQueue.enqueue_many) == set(BATCH_OPTIONS)
+
+
+def test_a_misspelt_option_is_named() -> None:
+    rows = Rows({}, load({}))
+    with pytest.raises(TypeError, match=r"^unknown job options: delay$"):
+        rows.options("report", {"delay": 5})
+
+
+def test_a_batch_refuses_a_unique_key() -> None:
+    jq = JobQueue(settings=load({}))
+    batch = jq.enqueue_many("report", [{}], unique_key="k")
+    with pytest.raises(TypeError, match="a unique key names one job"):
+        asyncio.run(batch)

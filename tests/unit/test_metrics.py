@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from jobqueue.observability.metrics import JOB_BUCKETS, AttemptLog, Metrics
+from jobqueue.observability.attempt_log import AttemptLog
+from jobqueue.observability.metric_definitions import JOB_BUCKETS, Metrics
 
 Labels = tuple[tuple[str, str], ...]
 

@@ -52,6 +52,8 @@ async def main() -> None:
     send_email.enqueue(to=3)  # line 39: the field's type
     invoice.enqueue(numbr=7)  # line 40: no such field
     resize.enqueue(path="a.png", width="wide")  # line 41
+    send_email.enqueue(to="a@b.c", priority="high")  # line 42: the option's type
+    jq.tasks["resize"].enqueue({"path": "a.png"}, queue=7)  # line 43: a dict payload's
 """
 
 
@@ -60,7 +62,7 @@ async def main() -> None:
     [
         # mypy alone checks the payload objects; the keyword form needs the plugin.
         ("", [36, 37]),
-        ("pydantic.mypy, jobqueue.mypy", [36, 37, 38, 39, 40, 41]),
+        ("pydantic.mypy, jobqueue.mypy", [36, 37, 38, 39, 40, 41, 42, 43]),
     ],
 )
 def test_mypy_checks_task_enqueue(tmp_path: Path, plugins: str, errors: list[int]) -> None:

@@ -13,14 +13,16 @@ from jobqueue.api import (
     audit_routes,
     enqueue,
     errors,
+    job_routes,
     limit_routes,
     media,
+    operation_routes,
+    queue_routes,
     refusals,
     token_routes,
     workflow_routes,
 )
 from jobqueue.api.body_size import BodyLimit
-from jobqueue.api.routes import router
 from jobqueue.app import JobQueue
 from jobqueue.auth import authenticator
 
@@ -62,7 +64,9 @@ def create_app(
         max_failures=jq.settings.auth_max_failures,
     )
     app.state.refusals = refusals.RefusalLog(jq.store)
-    routers = [router, token_routes.router, audit_routes.router, limit_routes.router,
+    # In this order: FastAPI matches a request against the routes in the order included.
+    routers = [job_routes.router, queue_routes.router, operation_routes.router,
+               token_routes.router, audit_routes.router, limit_routes.router,
                workflow_routes.router]  # fmt: skip
     for each in routers:
         app.include_router(each)
@@ -71,7 +75,7 @@ def create_app(
     # Innermost: a body that is not JSON is a 415 (what LeanEnqueue hands on, too).
     app.add_middleware(media.JsonBodies, routes=media.json_routes(routers))
     # BodyLimit and RequestMetrics see LeanEnqueue's requests as any other.
-    app.add_middleware(enqueue.LeanEnqueue, routes=enqueue_routes(router))
+    app.add_middleware(enqueue.LeanEnqueue, routes=enqueue_routes(job_routes.router))
     app.add_middleware(BodyLimit, max_request_bytes=jq.settings.max_request_bytes)
     if metrics is not None:  # outermost: it sees every answer, a 413 included
         from jobqueue.observability.metrics import RequestMetrics

@@ -45,6 +45,7 @@ async def list_audit(
     `request.refused` row, at most one a minute per token and route, counting them.
     Pass `next_after` from one page as `after` to get the next."""
     jq: JobQueue = request.app.state.jobqueue
-    store = await jq.store()
-    entries = await store.audit_list(actor=actor, action=action, before_id=after, limit=limit)
+    entries = await jq.inspect.audit_entries(
+        actor=actor, action=action, before_id=after, limit=limit
+    )
     return AuditList(entries=entries, next_after=entries[-1].id if len(entries) == limit else None)

@@ -9,7 +9,7 @@ RequestMetrics and BodyLimit, so they count and limit these requests as any othe
 It reads the few headers it uses, parses the body with ``json.loads`` and validates it
 with the same models (NewJob, NewJobs),
 authenticates as ``require`` does, stores the job through the same functions as the
-FastAPI routes (``routes.enqueue_one``, ``routes.enqueue_batch``), and writes the
+FastAPI routes (``new_jobs.enqueue_one``, ``new_jobs.enqueue_batch``), and writes the
 answer's bytes itself. An exception is answered by the application's own exception
 handlers, as ExceptionMiddleware would, so the 401/403/410/413/422/429/503 answers are
 the FastAPI routes' own.
@@ -38,7 +38,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from jobqueue.api.routes import enqueue_batch, enqueue_one
+from jobqueue.api.new_jobs import enqueue_batch, enqueue_one
 from jobqueue.api.schemas import NewJobs
 from jobqueue.auth import access
 from jobqueue.encoding import to_json
@@ -50,7 +50,7 @@ from jobqueue.model.tokens import Scope as TokenScope
 READ_HEADERS = frozenset(
     (b"content-type", b"authorization", b"idempotency-key", b"traceparent", b"tracestate")
 )
-# The Idempotency-Key parameter's bounds in routes.create_job (a quoted key's quotes
+# The Idempotency-Key parameter's bounds in job_routes.create_job (a quoted key's quotes
 # included); outside them the FastAPI route answers its 422.
 IDEMPOTENCY_KEY_LENGTH = range(1, fields.UNIQUE_KEY_MAX_LENGTH + 3)
 # Where FastAPI's native OpenTelemetry instrumentation keeps a request's telemetry.

@@ -9,9 +9,8 @@ from fastapi import APIRouter, Body, HTTPException, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from jobqueue.api.responses import BODY, INVALID, UNAVAILABLE, declare
-from jobqueue.api.routes import jobqueue
+from jobqueue.api.state import jobqueue
 from jobqueue.audit import Actor
-from jobqueue.auth import admin as token_admin
 from jobqueue.auth.authenticator import require
 from jobqueue.auth.tokens import new_token
 from jobqueue.enqueue.new_job import JobType, QueueName
@@ -86,9 +85,8 @@ async def list_tokens(
     request: Request, who: Annotated[Principal, require(Scope.ADMIN)]
 ) -> TokenList:
     """Revoked and expired tokens too, with their state."""
-    store = await jobqueue(request).store()
-    now = await store.clock_now()
-    return TokenList(tokens=[TokenOut.of(t.info(), now) for t in await store.tokens_list()])
+    now, infos = await jobqueue(request).tokens.list()
+    return TokenList(tokens=[TokenOut.of(info, now) for info in infos])
 
 
 @router.post(
@@ -112,9 +110,8 @@ async def create_token(
         )
     except TokenError as exc:  # pragma: no cover - the model checks the same first
         raise HTTPException(422, detail=str(exc)) from exc
-    store = await jobqueue(request).store()
-    info = await token_admin.create(
-        store, stored, expires_in_seconds=new.expires_in_seconds, by=Actor.of(who)
+    info = await jobqueue(request).tokens.create(
+        stored, expires_in_seconds=new.expires_in_seconds, by=Actor.of(who)
     )
     if info is None:
         raise HTTPException(409, detail=f"a token named {new.name!r} exists; revoke it first")
@@ -134,7 +131,7 @@ async def revoke_token(
     request: Request, who: Annotated[Principal, require(Scope.ADMIN)], name: TokenName
 ) -> TokenOut:
     """Every API process refuses it within a second."""
-    info = await token_admin.revoke(await jobqueue(request).store(), name, by=Actor.of(who))
+    info = await jobqueue(request).tokens.revoke(name, by=Actor.of(who))
     if info is None:
         raise HTTPException(404, detail=f"no unrevoked token is named {name!r}")
     request.app.state.auth.invalidate()

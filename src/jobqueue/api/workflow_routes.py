@@ -9,6 +9,7 @@ from fastapi import APIRouter, Body, HTTPException, Path, Request
 from pydantic import BaseModel
 
 from jobqueue.api.errors import field_error
+from jobqueue.api.new_jobs import check, problems_status, queue_of
 from jobqueue.api.responses import (
     BODY,
     ENQUEUE_UNAVAILABLE,
@@ -17,8 +18,8 @@ from jobqueue.api.responses import (
     Responses,
     declare,
 )
-from jobqueue.api.routes import check, jobqueue, problems_status, queue_of
 from jobqueue.api.schemas import Problem, TraceParent, TraceState
+from jobqueue.api.state import jobqueue
 from jobqueue.audit import Actor
 from jobqueue.auth import access
 from jobqueue.auth.authenticator import require

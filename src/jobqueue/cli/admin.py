@@ -80,10 +80,9 @@ def run_grants(args: argparse.Namespace) -> int:
 
 async def migrated_tables(jq: JobQueue) -> set[str]:
     """The schema's tables, once it has every migration: the grants name its functions."""
-    store = await jq.store()
-    tables = await store.schema_tables()
+    tables = await jq.inspect.schema_tables()
     latest = migrations(jq.settings.schema)[-1].version
-    if "jobqueue_migrations" not in tables or latest not in await store.migrations_applied():
+    if "jobqueue_migrations" not in tables or latest not in await jq.inspect.migrations_applied():
         raise StartupError(
             f"schema {jq.settings.schema!r} is not migrated to this version; "
             "run jobqueue migrate (as its owner) first"

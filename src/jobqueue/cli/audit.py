@@ -31,8 +31,7 @@ def run_audit(args: argparse.Namespace) -> int:
     jq = client(args)
 
     async def read() -> list[AuditEntry]:
-        store = await jq.store()
-        return await store.audit_list(
+        return await jq.inspect.audit_entries(
             actor=args.actor, action=args.action, before_id=args.after, limit=args.limit
         )
 

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeAlias, TypeVar
 
-from jobqueue import config, logs
+from jobqueue import config, logs, settings_parsing
 from jobqueue.app import JobQueue
 from jobqueue.config import Settings
 
@@ -44,7 +44,7 @@ def add_setting_flags(
         if only is None or f.name in only:
             text = f"{f.metadata['doc']} Default: {f.default!r}.".replace("%", "%%")
             visible = shown is None or f.name in shown
-            if f.metadata["parse"] is config.boolean:  # a switch: given, it is on
+            if f.metadata["parse"] is settings_parsing.boolean:  # a switch: given, it is on
                 group.add_argument(
                     config.flag_name(f),
                     dest=f"setting_{f.name}",

@@ -169,8 +169,7 @@ async def refuse_unhandled(jq: JobQueue, job_type: str, queue: str) -> None:
     """UsageError unless a live worker serving ``queue`` has a handler for ``job_type``:
     the CLI loads no application, so the workers' announcements (their rows in the
     workers table, migration 0024) are what says which types run."""
-    store = await jq.store()
-    known = await store.workers_types(within_seconds=jq.settings.lease_seconds, queue=queue)
+    known = await jq.inspect.handled_types(queue)
     if job_type not in known:
         raise UsageError(
             f"no live worker of queue {queue} has a handler for type {job_type!r} "

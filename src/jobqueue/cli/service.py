@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 
-from jobqueue import config, logs, supervisor
+from jobqueue import logs, settings_parsing, supervisor
 from jobqueue.cli.common import Commands, add_setting_flags, settings_from
 from jobqueue.server import Roles, event_loop, load_jobqueue, serve
 
@@ -73,7 +73,7 @@ WORKER_POOL_SIZE = 1
 def run_service(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     logs.configure(settings.log_level, settings.log_format)
-    processes = config.positive_int("--processes", getattr(args, "processes", "1"))
+    processes = settings_parsing.positive_int("--processes", getattr(args, "processes", "1"))
     if not args.roles.api and settings.pool_size is None:
         # A worker alone: one connection, so a host's grow with its processes, not with
         # their claims, completions and heartbeats (JOBQUEUE_POOL_SIZE says the cost).

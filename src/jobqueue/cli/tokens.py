@@ -13,10 +13,9 @@ from datetime import datetime
 
 import asyncpg
 
-from jobqueue import config
+from jobqueue import config, settings_parsing
 from jobqueue.app import JobQueue
 from jobqueue.audit import Actor
-from jobqueue.auth import admin as token_admin
 from jobqueue.auth.tokens import new_token
 from jobqueue.cli.common import Commands, UsageError, add_output_flags, client, with_jobqueue
 from jobqueue.cli.output import format_time, print_json, print_table
@@ -62,7 +61,7 @@ def run_create(args: argparse.Namespace) -> int:
     expires = None
     if args.expires is not None:
         try:
-            expires = config.retention("--expires", args.expires)
+            expires = settings_parsing.retention("--expires", args.expires)
         except config.ConfigError as exc:
             raise UsageError(str(exc)) from exc
     try:
@@ -74,18 +73,13 @@ def run_create(args: argparse.Namespace) -> int:
     jq = client(args)
 
     async def create() -> TokenInfo | None:
-        store = await jq.store()
         try:
-            return await token_admin.create(
-                store, stored, expires_in_seconds=expires, by=Actor.cli()
-            )
+            return await jq.tokens.create(stored, expires_in_seconds=expires, by=Actor.cli())
         except asyncpg.UndefinedTableError:
             # No schema yet: the first thing a new installation does may be this, as
             # `serve --host 0.0.0.0` refuses to start (and migrate) without a token.
             await jq.migrate()
-            return await token_admin.create(
-                store, stored, expires_in_seconds=expires, by=Actor.cli()
-            )
+            return await jq.tokens.create(stored, expires_in_seconds=expires, by=Actor.cli())
 
     info = with_jobqueue(jq, create)
     if info is None:
@@ -101,11 +95,7 @@ def run_create(args: argparse.Namespace) -> int:
 def run_list(args: argparse.Namespace) -> int:
     jq = client(args)
 
-    async def listing() -> tuple[datetime, list[TokenInfo]]:
-        store = await jq.store()
-        return await store.clock_now(), [t.info() for t in await store.tokens_list()]
-
-    now, infos = with_jobqueue(jq, listing)
+    now, infos = with_jobqueue(jq, jq.tokens.list)
     if args.json:
         print_json([_jsonable(t, now) for t in infos])
         return 0
@@ -133,7 +123,7 @@ def run_revoke(args: argparse.Namespace) -> int:
 
 
 async def _revoke(jq: JobQueue, name: str) -> TokenInfo | None:
-    return await token_admin.revoke(await jq.store(), name, by=Actor.cli())
+    return await jq.tokens.revoke(name, by=Actor.cli())
 
 
 def _names(names: tuple[str, ...] | None) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from jobqueue import config
+from jobqueue import settings_parsing
 from jobqueue.audit import Actor
 from jobqueue.cli.common import Commands, add_output_flags, client, with_jobqueue
 from jobqueue.cli.output import format_time, print_json, print_table
@@ -38,7 +38,7 @@ def add_workflow_commands(commands: Commands) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    limit = config.positive_int("--limit", args.limit)
+    limit = settings_parsing.positive_int("--limit", args.limit)
     jq = client(args)
     summaries: list[WorkflowSummary] = with_jobqueue(jq, lambda: jq.list_workflows(limit))
     if args.json:

@@ -5,13 +5,14 @@ payload type and encoded as JSON."""
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Iterable, Mapping
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from jobqueue.config import Settings
 from jobqueue.db.records import JobOptions, JobRow
 from jobqueue.model import fields
+from jobqueue.model.options import BATCH_OPTIONS, JOB_OPTIONS, BatchOptions
 from jobqueue.task import Task, job_options
 
 if TYPE_CHECKING:
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
 # allow_nan=False: NaN is not JSON, and jsonb would refuse the INSERT (with every job
 # sharing it, until each is tried alone).
 _JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+# A NewJob's options, in BATCH_OPTIONS' order, in one call: POST /jobs builds a row per
+# request.
+_batch_options = operator.attrgetter(*BATCH_OPTIONS)
 
 
 class Rows:
@@ -29,76 +33,47 @@ class Rows:
         self._settings = settings
 
     def row(
-        self,
-        type: str,
-        payload: Any,
-        *,
-        queue: str | None,
-        priority: int | None,
-        max_attempts: int | None,
-        run_at: datetime | None,
-        delay_seconds: float | None,
-        trace: str | None = None,
-        concurrency_key: str | None = None,
+        self, type: str, payload: Any, options: BatchOptions, trace: str | None = None
     ) -> JobRow:
-        """``trace``: the trace context to record (observability/trace_context.py).
-        ``concurrency_key``: the job's key, else the one its task's payload field gives."""
-        options = self.options(
-            type,
-            queue=queue,
-            priority=priority,
-            max_attempts=max_attempts,
-            run_at=run_at,
-            delay_seconds=delay_seconds,
-        )
-        encoded = self.payload(options.type, payload)
+        """``trace``: the trace context to record (observability/trace_context.py). The
+        job's concurrency key is the option's, else the one its task's payload field
+        gives."""
+        resolved = self.options(type, options)
+        encoded = self.payload(resolved.type, payload)
         return JobRow(
-            options.type,
-            options.queue,
-            options.priority,
-            options.max_attempts,
-            options.run_at,
-            options.delay_seconds,
+            resolved.type,
+            resolved.queue,
+            resolved.priority,
+            resolved.max_attempts,
+            resolved.run_at,
+            resolved.delay_seconds,
             encoded,
             trace,
-            self.concurrency_key(options.type, encoded, concurrency_key),
+            self.concurrency_key(resolved.type, encoded, options.get("concurrency_key")),
         )
 
     def row_of(self, spec: NewJob, trace: str | None = None) -> JobRow:
         """The row of a job POST /jobs described (already validated by pydantic)."""
-        return self.row(
-            spec.type,
-            spec.payload,
-            queue=spec.queue,
-            priority=spec.priority,
-            max_attempts=spec.max_attempts,
-            run_at=spec.run_at,
-            delay_seconds=spec.delay_seconds,
-            trace=trace,
-            concurrency_key=spec.concurrency_key,
-        )
+        options = cast("BatchOptions", dict(zip(BATCH_OPTIONS, _batch_options(spec), strict=True)))
+        return self.row(spec.type, spec.payload, options, trace)
 
-    def options(
-        self,
-        type: str,
-        *,
-        queue: str | None,
-        priority: int | None,
-        max_attempts: int | None,
-        run_at: datetime | None,
-        delay_seconds: float | None,
-    ) -> JobOptions:
+    def options(self, type: str, options: BatchOptions) -> JobOptions:
+        """The job's type and options checked (ValueError naming the field), with its
+        task's defaults, else the settings'. A unique key given too is checked too."""
         type = fields.check_type(type)
-        fields.check_options(
-            queue=queue,
-            priority=priority,
-            max_attempts=max_attempts,
-            run_at=run_at,
-            delay_seconds=delay_seconds,
-        )
+        try:
+            fields.check_options(**options)
+        except TypeError:  # a keyword no option has: the caller's mistake, named
+            unknown = sorted(set(options) - set(JOB_OPTIONS))
+            raise TypeError(f"unknown job options: {', '.join(unknown)}") from None
         queue, priority, max_attempts = job_options(
-            self._tasks.get(type), self._settings, queue, priority, max_attempts
+            self._tasks.get(type),
+            self._settings,
+            options.get("queue"),
+            options.get("priority"),
+            options.get("max_attempts"),
         )
+        run_at, delay_seconds = options.get("run_at"), options.get("delay_seconds")
         return JobOptions(type, queue, priority, max_attempts, run_at, delay_seconds)
 
     def concurrency_key(self, type: str, payload: str, given: str | None = None) -> str | None:

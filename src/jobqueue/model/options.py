@@ -1,19 +1,36 @@
-"""The options of a new job, named once: every way to enqueue takes these (beside its
-payload and, from Python, ``conn``), and tests/unit/test_job_options.py fails when one
-path lacks one. Adding an option is its column, its check in jobqueue.model.fields, and a
-line here; the test then names every path that must take it."""
+"""The options of a new job, declared once: every way to enqueue from Python takes them
+as ``**options: Unpack[EnqueueOptions]`` (a batch, ``BatchOptions``), beside its payload
+and ``conn``; the HTTP schema and the CLI name the same fields, and
+tests/unit/test_job_options.py fails when a path lacks one. Adding an option is its
+column, its check in jobqueue.model.fields, and a line here."""
 
 from __future__ import annotations
 
-JOB_OPTIONS = (
-    "queue",
-    "priority",
-    "max_attempts",
-    "run_at",
-    "delay_seconds",
-    "unique_key",
-    "unique_for",
-    "concurrency_key",
-)
-# A unique key names one job: a batch's options hold for each of its jobs, so it has none.
-BATCH_OPTIONS = tuple(o for o in JOB_OPTIONS if o not in ("unique_key", "unique_for"))
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+
+class BatchOptions(TypedDict, total=False):
+    """What every job of a batch shares: all options but a unique key, which names one
+    job. None, or an option left out, is the task's default, else the settings'."""
+
+    queue: str | None
+    priority: int | None  # higher runs first
+    max_attempts: int | None
+    run_at: datetime | None  # with a time zone; or:
+    delay_seconds: float | None
+    concurrency_key: str | None  # else its task's payload field gives it (docs/limits.md)
+
+
+class EnqueueOptions(BatchOptions, total=False):
+    """A job's options: a batch's, and a unique key, held by one pending or running job
+    (or one completed within ``unique_for`` seconds) at a time."""
+
+    unique_key: str | None
+    unique_for: float | None
+
+
+JOB_OPTIONS: tuple[str, ...] = tuple(EnqueueOptions.__annotations__)
+BATCH_OPTIONS: tuple[str, ...] = tuple(BatchOptions.__annotations__)

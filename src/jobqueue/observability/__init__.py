@@ -6,7 +6,7 @@ here. ``observers()`` builds the ones the settings turn on; a module whose featu
 off is never imported, so a worker pays nothing, in time or memory, for what it
 does not use. Metrics are the exception: they count every attempt of every job, so
 they read the executor's log of ended attempts in bulk rather than observe each
-(``metrics.AttemptLog``), and are started by the process that exports them
+(``attempt_log.AttemptLog``), and are started by the process that exports them
 (``start_metrics``). Per-job logs observe attempts only to capture stdlib logging:
 ``ctx.log``'s capture is made with the handler's context (``joblogs``); and the
 executor logs the lifecycle warnings (job.retried...) itself (``lifecycle``).

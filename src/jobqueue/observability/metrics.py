@@ -1,18 +1,14 @@
-"""Prometheus metrics: what a process counts, and the /metrics it serves.
+"""Prometheus metrics: what feeds a process's metrics, and the /metrics it serves.
 
 Imported only by a process that exports metrics (an HTTP API, JOBQUEUE_METRICS_PORT,
 or a child of ``worker --processes N`` whose supervisor serves them): any other
-process never loads prometheus-client.
+process never loads prometheus-client. The families themselves are in
+``metric_definitions``, and the bulk adding-up of ended attempts in ``attempt_log``;
+both are imported through this module only.
 
-The hot path is the attempt, tens of thousands a second for no-op jobs, and every
-call on it shows. So metrics are not an attempt observer (its two calls per attempt,
-with the executor's around them, cost more than the budget of 5% of a no-op job):
-the executor appends each ended attempt to a list (``Executor.attempt_log``), and
-four times a second the list is taken apart into columns, sorted and bisected into
-the histograms' buckets, with C doing the per-attempt work (``AttemptLog``).
-prometheus-client's own calls (a lock and a label lookup each) would cost about a
-fifth of a no-op job's time. The HTTP API's /metrics adds the attempts up before
-answering; a metrics port serves them a quarter of a second late at most.
+The attempts are added up four times a second (``FLUSH_SECONDS``). The HTTP API's
+/metrics adds them up before answering; a metrics port serves them a quarter of a
+second late at most.
 
 With ``--processes N`` every child writes its metrics to files in the supervisor's
 PROMETHEUS_MULTIPROC_DIR (prometheus-client's multiprocess mode), and the
@@ -30,19 +26,12 @@ database's count.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
-import math
 import os
 import shutil
 import tempfile
 import time
-from bisect import bisect_left, bisect_right
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
-from datetime import datetime
-from operator import sub
-from time import monotonic
-from time import time as now
 from typing import Any
 
 import asyncpg
@@ -50,9 +39,6 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
-    Gauge,
-    Histogram,
-    disable_created_metrics,
     generate_latest,
     multiprocess,
     start_http_server,
@@ -64,269 +50,23 @@ from jobqueue.db.records import JobOptions, Rescued
 from jobqueue.db.store import Store
 from jobqueue.logs import get_logger
 from jobqueue.model.limits import LimitsInfo, parse_rate
+from jobqueue.observability.attempt_log import AttemptLog, observe_sorted
+from jobqueue.observability.metric_definitions import (
+    CLAIM_BUCKETS,
+    OTHER,
+    Metrics,
+    WorkerMetrics,
+)
 
 log = get_logger("jobqueue.metrics")
 
-# No ``*_created`` series: a sample per labelled counter and histogram that says when
-# the process started counting, which the rate functions do not need.
-disable_created_metrics()  # type: ignore[no-untyped-call]
-
 MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
-# The ``type`` label of a job whose type has no registered task here: the label's
-# values stay the registered types, whatever clients enqueue.
-OTHER = "other"
 # How often the attempts are added to the metrics and the gauges sampled: more often
 # holds fewer attempts in memory, for the same work in all.
 FLUSH_SECONDS = 0.25
-INF = math.inf
-JOB_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600,
-               INF)  # fmt: skip
-CLAIM_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
-                 INF)  # fmt: skip
-HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
-                300, INF)  # fmt: skip
 # The ``method`` label's values; any other method a client sends is "other".
 HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 QUEUE_STATES = ("pending", "running", "completed", "failed", "cancelled")
-
-
-class Metrics:
-    """The metrics of every exporting process (``registry`` None: multiprocess mode,
-    whose values are files that the exporting process reads)."""
-
-    def __init__(self, registry: CollectorRegistry | None) -> None:
-        r = registry
-        job = ["queue", "type"]
-        self.enqueued = Counter(
-            "jobqueue_jobs_enqueued", "Jobs stored by this process.", job, registry=r
-        )
-        self.workflows = Counter(
-            "jobqueue_workflows_created",
-            "Workflows stored by this process, by name (empty when unnamed).",
-            ["workflow"],
-            registry=r,
-        )
-        self.finished = Counter(
-            "jobqueue_jobs_finished",
-            "Attempts ended, by outcome: completed, retried, failed, cancelled, discarded, "
-            "or rescued (its worker was lost; counted by the maintenance leader).",
-            [*job, "outcome"],
-            registry=r,
-        )
-        self.released = Counter(
-            "jobqueue_jobs_released",
-            "Attempts stopped by shutdown and handed back uncounted (not a finish).",
-            job,
-            registry=r,
-        )
-        self.duration = Histogram(
-            "jobqueue_job_duration_seconds",
-            "Handler run time of an attempt.",
-            job,
-            buckets=JOB_BUCKETS,
-            registry=r,
-        )
-        self.wait = Histogram(
-            "jobqueue_job_wait_seconds",
-            "Time from a job's run_at (when it fell due) to its attempt's start.",
-            job,
-            buckets=JOB_BUCKETS,
-            registry=r,
-        )
-        self.pool = Gauge(
-            "jobqueue_pool_connections",
-            "Connections of this process's pool: busy (lent out) or idle.",
-            ["state"],
-            multiprocess_mode="livesum",
-            registry=r,
-        )
-        self.pool_max = Gauge(
-            "jobqueue_pool_max_connections",
-            "Most connections this process's pool opens.",
-            multiprocess_mode="livesum",
-            registry=r,
-        )
-        self.requests = Counter(
-            "jobqueue_http_requests",
-            "HTTP requests answered, by method, route template and status.",
-            ["method", "route", "status"],
-            registry=r,
-        )
-        self.latency = Histogram(
-            "jobqueue_http_request_duration_seconds",
-            "Time to answer an HTTP request, by method and route template.",
-            ["method", "route"],
-            buckets=HTTP_BUCKETS,
-            registry=r,
-        )
-
-
-class WorkerMetrics:
-    """The metrics of a process that runs workers: an API-only process has none of
-    them (an unlabelled gauge is always exported, and a listener that does not exist
-    is not down)."""
-
-    def __init__(self, registry: CollectorRegistry | None) -> None:
-        r = registry
-        self.claim = Histogram(
-            "jobqueue_claim_seconds",
-            "Time of one claim statement.",
-            buckets=CLAIM_BUCKETS,
-            registry=r,
-        )
-        self.jobs = Gauge(
-            "jobqueue_jobs",
-            "Jobs by queue and state, from the queue counters; exported by the "
-            "maintenance leader only, so the sum over all processes is the true count.",
-            ["queue", "state"],
-            multiprocess_mode="livesum",
-            registry=r,
-        )
-        self.oldest_pending = Gauge(
-            "jobqueue_oldest_pending_seconds",
-            "How long the longest-waiting due job of the queue has waited (0: none); "
-            "exported by the maintenance leader only.",
-            ["queue"],
-            multiprocess_mode="livemax",
-            registry=r,
-        )
-        self.unhandled = Gauge(
-            "jobqueue_jobs_unhandled",
-            "Pending jobs that wait for a handler: of a type that no live worker serving "
-            "the queue has a handler for; exported by the maintenance leader only.",
-            ["queue", "type"],
-            multiprocess_mode="livesum",
-            registry=r,
-        )
-        # A queue's limits shared by every worker (docs/limits.md), by kind: global,
-        # key, rate, key_rate. "In use": running jobs (global), keys at their limit
-        # (key), starts in the period that ends now (rate).
-        self.limit = Gauge(
-            "jobqueue_queue_limit",
-            "A queue's limit shared by every worker (a rate: its count per period); "
-            "exported by the maintenance leader only.",
-            ["queue", "limit"],
-            multiprocess_mode="livemax",
-            registry=r,
-        )
-        self.limit_in_use = Gauge(
-            "jobqueue_queue_limit_in_use",
-            "How much of the limit is in use: running jobs (global), keys at their limit "
-            "(key), starts within the period (rate); exported by the maintenance leader only.",
-            ["queue", "limit"],
-            multiprocess_mode="livemax",
-            registry=r,
-        )
-        self.limit_waiting = Gauge(
-            "jobqueue_queue_limit_waiting",
-            "Due jobs that wait only because of the limit; exported by the maintenance "
-            "leader only.",
-            ["queue", "limit"],
-            multiprocess_mode="livemax",
-            registry=r,
-        )
-        self.workers = Gauge(
-            "jobqueue_workers_heartbeating",
-            "Worker processes whose heartbeat is at most a lease old; exported by the "
-            "maintenance leader only.",
-            multiprocess_mode="livesum",
-            registry=r,
-        )
-        self.leader = Gauge(
-            "jobqueue_maintenance_leader",
-            "1 in the process that holds the maintenance lead.",
-            multiprocess_mode="livesum",
-            registry=r,
-        )
-        self.slots = Gauge(
-            "jobqueue_worker_slots",
-            "Job slots (WORKER_COUNT) of this process's workers: busy or free.",
-            ["state"],
-            multiprocess_mode="livesum",
-            registry=r,
-        )
-        self.listener_up = Gauge(
-            "jobqueue_listener_up",
-            "1 while the worker's LISTEN connection is up (0: woken by polling only); "
-            "with --processes, the least of the processes.",
-            multiprocess_mode="livemin",
-            registry=r,
-        )
-
-
-class AttemptLog:
-    """The attempts a worker's executor ended since the last flush, as it adds them to
-    ``entries``, six items each (queue, type, run_at, outcome, monotonic start and
-    end), added to the metrics in bulk: columns sliced, mapped and sorted in C, then
-    bisected per bucket."""
-
-    def __init__(self, tasks: Mapping[str, Any]) -> None:
-        self._tasks = tasks
-        self.entries: list[Any] = []
-
-    def flush(self, metrics: Metrics) -> None:
-        if not self.entries:
-            return
-        entries = self.entries[:]
-        self.entries.clear()
-        columns = tuple(entries[i::FIELDS] for i in range(FIELDS))
-        queues, types = columns[0], columns[1]
-        n = len(queues)
-        if queues.count(queues[0]) == n and types.count(types[0]) == n:  # the usual batch
-            self._add(metrics, columns)
-            return
-        groups: dict[tuple[str, str], list[int]] = {}
-        for i, key in enumerate(zip(queues, types, strict=True)):
-            groups.setdefault(key, []).append(i)
-        for rows in groups.values():
-            self._add(metrics, tuple([column[i] for i in rows] for column in columns))
-
-    def _add(self, metrics: Metrics, columns: tuple[Any, ...]) -> None:
-        """Add the attempts of one (queue, type), as columns."""
-        queues, types, run_ats, outcomes, starts, ends = columns
-        queue, kind = queues[0], types[0] if types[0] in self._tasks else OTHER
-        counts = collections.Counter(outcomes)
-        for outcome, n in counts.items():
-            if outcome == "released":
-                metrics.released.labels(queue, kind).inc(n)
-            else:
-                metrics.finished.labels(queue, kind, outcome).inc(n)
-        # A wait is its start (monotonic) plus this offset, minus its run_at (wall
-        # clock): the offset is added to the bounds and the sum, not to every wait.
-        offset = now() - monotonic()
-        waits = sorted(map(sub, starts, map(TIMESTAMP, run_ats)))
-        _observe_sorted(metrics.wait.labels(queue, kind), waits, shift=offset, clamp=True)
-        if counts["released"]:  # stopped by shutdown: no run time to speak of
-            ran = [i for i, outcome in enumerate(outcomes) if outcome != "released"]
-            starts, ends = [starts[i] for i in ran], [ends[i] for i in ran]
-        if ends:
-            _observe_sorted(metrics.duration.labels(queue, kind), sorted(map(sub, ends, starts)))
-
-
-TIMESTAMP = datetime.timestamp
-FIELDS = 6  # of an attempt in AttemptLog.entries
-
-
-def _observe_sorted(
-    histogram: Histogram,
-    values: list[float],
-    *,
-    buckets: Sequence[float] = JOB_BUCKETS,
-    shift: float = 0.0,
-    clamp: bool = False,
-) -> None:
-    """Observe each of ``values`` (sorted) plus ``shift`` in a labelled histogram of
-    ``buckets``, all at once; ``clamp``: a negative one as 0 (a wait, when the clocks
-    disagree). prometheus-client observes one value at a time; its bucket and sum
-    values (``_buckets``, ``_sum``, files in multiprocess mode) take any amount."""
-    below = 0
-    for i, bound in enumerate(buckets):
-        upto = bisect_right(values, bound - shift)
-        if upto > below:
-            histogram._buckets[i].inc(upto - below)
-            below = upto
-    kept = values[bisect_left(values, -shift) :] if clamp else values
-    histogram._sum.inc(math.fsum(kept) + len(kept) * shift)
 
 
 class ProcessMetrics:
@@ -422,7 +162,7 @@ class ProcessMetrics:
             if self._claims:
                 claims = sorted(self._claims)
                 self._claims.clear()
-                _observe_sorted(self.worker_metrics.claim, claims, buckets=CLAIM_BUCKETS)
+                observe_sorted(self.worker_metrics.claim, claims, buckets=CLAIM_BUCKETS)
             workers = [worker for worker, _ in self._workers]
             gauges = self.worker_metrics
             gauges.slots.labels("busy").set(sum(w.executor.running for w in workers))

@@ -22,7 +22,7 @@ from jobqueue.auth import session, tokens
 from jobqueue.auth.authenticator import Authenticator
 from jobqueue.db.pool import UNAVAILABLE_ERRORS
 from jobqueue.model.job import JobNotFound, JobStateError
-from jobqueue.ui import pages
+from jobqueue.ui import audit_page, events, job_pages, login, overview, rendering, worker_pages
 from jobqueue.ui.headers import SecurityHeaders
 from jobqueue.ui.live import Hub
 
@@ -59,7 +59,10 @@ def app(
     ui.state.api = api or _own_api(jq, ui.state.auth)
     static = resources.files("jobqueue.ui") / "static"
     ui.mount("/static", StaticFiles(directory=str(static)), name="static")
-    ui.include_router(pages.router)
+    # A module per section; FastAPI tries routes in the order they are included, which
+    # is the order they were written in when these were one module.
+    for section in (login, overview, job_pages, worker_pages, audit_page, events):
+        ui.include_router(section.router)
     ui.add_exception_handler(session.SignInNeeded, _sign_in)
     ui.add_exception_handler(HTTPException, _refused)
     ui.add_exception_handler(JobNotFound, _not_found)
@@ -102,7 +105,7 @@ async def _conflict(request: Request, exc: Exception) -> Response:
 def _error(
     request: Request, status: int, message: str, headers: Mapping[str, str] | None = None
 ) -> HTMLResponse:
-    response = pages.render(request, "error.html", None, status, live=False, message=message)
+    response = rendering.render(request, "error.html", None, status, live=False, message=message)
     for name, value in (headers or {}).items():
         if name.lower() == "retry-after":
             response.headers[name] = value

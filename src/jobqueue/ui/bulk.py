@@ -67,8 +67,7 @@ async def count(
             for s in states
         )
         return Matched(total, True)
-    store = await jq.store()
-    n = await store.jobs_count_bounded(
+    n = await jq.inspect.jobs_count(
         statuses=[str(s) for s in states], types=types, queues=queues, limit=COUNT_LIMIT + 1
     )
     return Matched(min(n, COUNT_LIMIT), n <= COUNT_LIMIT)

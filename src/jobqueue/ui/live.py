@@ -16,7 +16,6 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from jobqueue.app import JobQueue
-from jobqueue.db.listener import Listener
 from jobqueue.logs import get_logger
 
 log = get_logger("jobqueue.ui")
@@ -69,8 +68,7 @@ class Hub:
                 inbox.put_nowait(event)
 
     async def _run(self) -> None:
-        store = await self._jq.store()
-        listener = Listener(self._jq.direct_dsn, store.schema, store.done_channel, self._announced)
+        listener = await self._jq.inspect.done_listener(self._announced)
         self.listeners_opened += 1
         listening = asyncio.create_task(listener.run(), name="jobqueue-ui-listener")
         last: object = None

@@ -18,7 +18,7 @@ from typing import Any
 
 import asyncpg
 
-from jobqueue import config, control
+from jobqueue import config, control, settings_parsing
 from jobqueue.config import Settings
 from jobqueue.db.listener import Listener
 from jobqueue.db.query_base import Clock
@@ -74,7 +74,7 @@ def worker_settings(
     if queues is not None:
         listed = [queues] if isinstance(queues, str) else list(queues)
         settings = dataclasses.replace(
-            settings, queues=config.queue_list("queues", ",".join(listed))
+            settings, queues=settings_parsing.queue_list("queues", ",".join(listed))
         )
     if concurrency is not None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
@@ -112,7 +112,7 @@ class Worker:
             task.prepare()
         store = Store(pool, settings.schema, clock)
         self.id = new_worker_id()
-        limits = config.queue_limits(settings.queues)
+        limits = settings_parsing.queue_limits(settings.queues)
         queue_names = tuple(
             dict.fromkeys([*limits, *sorted({t.queue for t in tasks.values() if t.queue})])
         )

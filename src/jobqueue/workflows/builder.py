@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from datetime import datetime
-from typing import Any
+from typing import Any, Unpack, cast
 
 from jobqueue.enqueue.rows import Rows
-from jobqueue.model import fields
-from jobqueue.model.options import JOB_OPTIONS
+from jobqueue.model.options import JOB_OPTIONS, EnqueueOptions
 from jobqueue.workflows.model import (
     ON_FAILURE,
     RUN_IF,
@@ -47,9 +45,11 @@ class Step:
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
-def step(type: str, payload: Any = None, *, ref: str | None = None, **options: Any) -> Step:
+def step(
+    type: str, payload: Any = None, *, ref: str | None = None, **options: Unpack[EnqueueOptions]
+) -> Step:
     """A job for a shape: its type, payload, ref (default: made up) and options."""
-    return Step(type, payload, ref, options)
+    return Step(type, payload, ref, dict(options))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -115,23 +115,11 @@ class WorkflowBuilder:
         depends_on: Parents = (),
         on_failure: OnFailure | None = None,
         run_if: RunIf = "completed",
-        queue: str | None = None,
-        priority: int | None = None,
-        max_attempts: int | None = None,
-        run_at: datetime | None = None,
-        delay_seconds: float | None = None,
-        unique_key: str | None = None,
-        unique_for: float | None = None,
-        concurrency_key: str | None = None,
+        **given: Unpack[EnqueueOptions],
     ) -> Node:
         """One job, waiting for the nodes ``depends_on`` (nodes or their refs). The other
         options are ``jq.enqueue``'s."""
-        given = {
-            "queue": queue, "priority": priority, "max_attempts": max_attempts,
-            "run_at": run_at, "delay_seconds": delay_seconds, "unique_key": unique_key,
-            "unique_for": unique_for, "concurrency_key": concurrency_key,
-        }  # fmt: skip
-        options = {k: v for k, v in given.items() if v is not None}
+        options: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
         if isinstance(type, Step):
             options = {**type.options, **options}
             given_step = type
@@ -196,20 +184,9 @@ class WorkflowBuilder:
         """The rows to store, checked (ValueError naming the job at fault)."""
         jobs = []
         for i, s in enumerate(self._specs):
-            o = s.options
+            o = cast("EnqueueOptions", s.options)
             try:
-                fields.check_options(unique_key=o.get("unique_key"), unique_for=o.get("unique_for"))
-                row = self._rows.row(
-                    s.type,
-                    s.payload,
-                    queue=o.get("queue"),
-                    priority=o.get("priority"),
-                    max_attempts=o.get("max_attempts"),
-                    run_at=o.get("run_at"),
-                    delay_seconds=o.get("delay_seconds"),
-                    trace=trace,
-                    concurrency_key=o.get("concurrency_key"),
-                )
+                row = self._rows.row(s.type, s.payload, o, trace)
             except WorkflowError:
                 raise
             except ValueError as exc:

@@ -1,16 +1,16 @@
-"""The endpoints: jobs, health and readiness."""
+"""The jobs' endpoints: enqueue one or a batch, get one (long-polling with ``wait``),
+list them, a job's attempts and their logs, retry or cancel one, and retry or cancel
+many by filter. What storing a new job checks is in new_jobs.py."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Header, HTTPException, Query, Request, Response
-from fastapi.responses import JSONResponse
 
 from jobqueue.api import idempotency_header
-from jobqueue.api.errors import field_error
+from jobqueue.api.new_jobs import enqueue_batch, enqueue_one
 from jobqueue.api.responses import (
     BODY,
     ENQUEUE_UNAVAILABLE,
@@ -25,45 +25,31 @@ from jobqueue.api.schemas import (
     BatchCreated,
     CancelFilter,
     Cancelled,
-    Health,
     JobGone,
     JobId,
     JobList,
     NewJobs,
-    QueueList,
-    QueueName,
-    Readiness,
     Retried,
     RetryFilter,
     TraceParent,
     TraceState,
 )
+from jobqueue.api.state import jobqueue
 from jobqueue.app import JobQueue
 from jobqueue.audit import Actor
 from jobqueue.auth import access
 from jobqueue.auth.authenticator import require
-from jobqueue.db.pool import is_unavailable
 from jobqueue.encoding import to_json
-from jobqueue.enqueue.idempotency import IdempotencyKey, IdempotencyKeyReused
 from jobqueue.enqueue.new_job import NewJob, StorableText
 from jobqueue.model import fields
-from jobqueue.model.job import FINAL_STATES, Job, JobStatus, QueueInfo, WorkerInfo
+from jobqueue.model.job import FINAL_STATES, Job, JobStatus
 from jobqueue.model.tokens import Principal, Scope
-from jobqueue.task import PayloadError, job_options
 
 router = APIRouter()
-# One encoder for every request: json.dumps with options builds a new one each time.
-_JSON = json.JSONEncoder(separators=(",", ":"))
 
-READY_TIMEOUT_SECONDS = 2.0
 # Longest long-poll of GET /jobs/{id}?wait=: an open request per waiting client; keep
 # it under the idle timeout of the proxies in front.
 MAX_WAIT_SECONDS = 300.0
-
-
-def jobqueue(request: Request) -> JobQueue:
-    jq: JobQueue = request.app.state.jobqueue
-    return jq
 
 
 @router.post(
@@ -133,46 +119,10 @@ async def create_job(
     )
 
 
-async def enqueue_one(
-    jq: JobQueue,
-    who: Principal,
-    new: NewJob,
-    *,
-    check_types: bool,
-    idempotency_key: str | None,
-    trace: dict[str, str | None],
-) -> tuple[Job, bool]:
-    """POST /jobs once its request is parsed: the job, and whether it is new. Raises
-    the HTTPException to answer (IdempotentJobGone: the 410, see api/errors.py)."""
-    problems = check(jq, check_types, new, ["body"])
-    if problems:
-        raise HTTPException(problems_status(problems), detail=problems)
-    refused = access.may_enqueue(who, queue=queue_of(jq, new), type=new.type, field="body")
-    if refused is not None:
-        raise refused
-    remembered = None if idempotency_key is None else idempotency_of(jq, who, idempotency_key, new)
-    try:
-        return await jq.enqueue_job(new, headers=trace, idempotency_key=remembered)
-    except IdempotencyKeyReused as exc:
-        raise HTTPException(422, detail=[idempotency_error(str(exc), "reused")]) from exc
-
-
-def idempotency_of(jq: JobQueue, who: Principal, header: str, new: NewJob) -> IdempotencyKey:
-    """The request's key, its caller's, bound to the request (a 422 if malformed)."""
-    try:
-        key = idempotency_header.parse(header)
-    except ValueError as exc:
-        raise HTTPException(422, detail=[idempotency_error(str(exc), "invalid")]) from exc
-    return IdempotencyKey(
-        key=key,
-        principal=who.name,
-        request_hash=idempotency_header.request_hash(new),
-        ttl_seconds=jq.settings.idempotency_ttl,
-    )
-
-
-def idempotency_error(msg: str, type: str) -> dict[str, object]:
-    return field_error(["header", idempotency_header.HEADER], msg, f"idempotency_key_{type}")
+def job_response(job: Job, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    # The job was validated when it was built: serialise it once, without FastAPI
+    # validating it again against the response model.
+    return Response(to_json(job), status, headers, media_type="application/json")
 
 
 @router.post(
@@ -210,82 +160,6 @@ async def create_jobs(
         state.jobqueue, who, batch, check_types=state.check_types, trace=trace
     )
     return BatchCreated(ids=ids, count=len(ids))
-
-
-async def enqueue_batch(
-    jq: JobQueue,
-    who: Principal,
-    batch: NewJobs,
-    *,
-    check_types: bool,
-    trace: dict[str, str | None],
-) -> list[int]:
-    """POST /jobs/batch once its request is parsed: the new jobs' ids."""
-    problems = [
-        problem
-        for i, new in enumerate(batch.jobs)
-        for problem in check(jq, check_types, new, ["body", "jobs", i])
-    ]
-    if problems:
-        raise HTTPException(problems_status(problems), detail=problems)
-    for i, new in enumerate(batch.jobs):
-        where = queue_of(jq, new)
-        refused = access.may_enqueue(who, queue=where, type=new.type, field=f"jobs.{i}")
-        if refused is not None:
-            raise refused
-    return await jq.enqueue_jobs(batch.jobs, headers=trace)
-
-
-def check(
-    jq: JobQueue, check_types: bool, new: NewJob, loc: list[str | int]
-) -> list[dict[str, object]]:
-    """What the model cannot check alone: the payload's size and the type's handler, and
-    in a batch, that no job has a unique key."""
-    problems = []
-    if "jobs" in loc and new.unique_key is not None:
-        problems.append(
-            field_error(
-                [*loc, "unique_key"], "not supported in a batch; use POST /jobs", "not_supported"
-            )
-        )
-    size = len(_JSON.encode(new.payload).encode())
-    if size > jq.settings.max_payload_bytes:
-        problems.append(
-            field_error(
-                [*loc, "payload"],
-                f"payload is {size} bytes; the limit is {jq.settings.max_payload_bytes} "
-                "(JOBQUEUE_MAX_PAYLOAD_BYTES)",
-                "too_large",
-            )
-        )
-    task = jq.tasks.get(new.type)
-    if task is not None and task.payload_type is not None:
-        try:
-            task.dump(new.payload)
-        except PayloadError as exc:
-            problems.extend(
-                field_error([*loc, "payload", *e["loc"]], e["msg"], e["type"]) for e in exc.errors
-            )
-    if check_types and task is None:
-        known = ", ".join(sorted(jq.tasks)) or "none"
-        problems.append(
-            field_error(
-                [*loc, "type"],
-                f"no handler is registered for type {new.type!r}; known types: {known}",
-                "unknown_type",
-            )
-        )
-    return problems
-
-
-def queue_of(jq: JobQueue, new: NewJob) -> str:
-    """The queue the job will be stored in, for a token's reach."""
-    queue, _, _ = job_options(jq.tasks.get(new.type), jq.settings, new.queue)
-    return queue
-
-
-def problems_status(problems: list[dict[str, object]]) -> int:
-    return 413 if all(p["type"] == "too_large" for p in problems) else 422
 
 
 @router.get(
@@ -454,12 +328,6 @@ async def get_attempts(
     return AttemptList(attempts=access.shown_attempts(await jq.attempts(id), who))
 
 
-def job_response(job: Job, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    # The job was validated when it was built: serialise it once, without FastAPI
-    # validating it again against the response model.
-    return Response(to_json(job), status, headers, media_type="application/json")
-
-
 @router.get(
     "/jobs",
     response_model=JobList,
@@ -489,113 +357,3 @@ async def list_jobs(
     )
     shown = [access.shown(job, who) for job in jobs]
     return JobList(jobs=shown, next_after=jobs[-1].id if len(jobs) == limit else None)
-
-
-@router.get(
-    "/queues",
-    response_model=QueueList,
-    summary="Every queue at a glance",
-    responses=UNAVAILABLE,
-)
-async def list_queues(
-    request: Request, who: Annotated[Principal, require(Scope.READ)]
-) -> QueueList:
-    """Each queue with jobs or controls: its jobs by state, whether it is paused, and
-    `oldest_pending_seconds`, how long its longest-waiting due job has waited (null when
-    none is due). The counts are kept by triggers as jobs change, so this reads a few
-    rows however many millions of jobs there are."""
-    return QueueList(queues=access.queues_shown(await jobqueue(request).queues(), who))
-
-
-@router.post(
-    "/queues/{name}/pause",
-    response_model=QueueInfo,
-    summary="Pause a queue",
-    responses=declare(INVALID, UNAVAILABLE),
-)
-async def pause_queue(
-    request: Request, who: Annotated[Principal, require(Scope.QUEUES)], name: QueueName
-) -> QueueInfo:
-    """No worker starts a job of this queue until it is resumed; running jobs finish, and
-    new jobs are still accepted. Takes effect at each worker's next claim."""
-    access.may_control_queue(who, name)
-    return await jobqueue(request).pause(name, by=Actor.of(who))
-
-
-@router.post(
-    "/queues/{name}/resume",
-    response_model=QueueInfo,
-    summary="Resume a queue",
-    responses=declare(INVALID, UNAVAILABLE),
-)
-async def resume_queue(
-    request: Request, who: Annotated[Principal, require(Scope.QUEUES)], name: QueueName
-) -> QueueInfo:
-    """Workers start the queue's jobs again at once (they are woken by NOTIFY)."""
-    access.may_control_queue(who, name)
-    return await jobqueue(request).resume(name, by=Actor.of(who))
-
-
-@router.get(
-    "/workers",
-    response_model=list[WorkerInfo],
-    summary="Worker processes",
-    responses=UNAVAILABLE,
-)
-async def list_workers(
-    request: Request, who: Annotated[Principal, require(Scope.READ)]
-) -> list[WorkerInfo]:
-    """Every worker process with a recent heartbeat: host, pid, queues, slots and how many
-    jobs it runs now. A token restricted to queues sees the workers that serve one of
-    them, and of each only those queues."""
-    return access.workers_shown(await jobqueue(request).workers(), who)
-
-
-@router.get("/healthz", response_model=Health, summary="Is the process alive?")
-async def healthz() -> Health:
-    """The process answers; says nothing about the database (see /readyz)."""
-    return Health(status="ok")
-
-
-@router.get(
-    "/readyz",
-    response_model=Readiness,
-    summary="Can the database be reached?",
-    responses={503: {"description": "The database did not answer", "model": Readiness}},
-)
-async def readyz(request: Request) -> Response:
-    """200 when the database answers within 2 s, else 503; `listener` says whether workers
-    are woken by NOTIFY or, while it is down, by polling."""
-    jq = jobqueue(request)
-    listener = request.app.state.listener_health()
-    try:
-        await asyncio.wait_for(jq.ping(), READY_TIMEOUT_SECONDS)
-    except Exception as exc:
-        if not is_unavailable(exc):
-            raise
-        body = Readiness(status="unavailable", database="unreachable", listener=listener)
-        return JSONResponse(body.model_dump(), status_code=503)
-    return JSONResponse(Readiness(status="ready", database="ok", listener=listener).model_dump())
-
-
-@router.get(
-    "/metrics",
-    summary="Prometheus metrics",
-    response_class=Response,
-    responses={
-        200: {
-            "description": "The Prometheus text exposition format (see docs/observability.md)",
-            "content": {"text/plain": {}},
-        },
-        404: {"description": "Metrics are off (JOBQUEUE_METRICS=off)"},
-        503: {"description": "The API tokens cannot be read (the database is unavailable)"},
-    },
-)
-async def metrics(request: Request, who: Annotated[Principal, require(Scope.METRICS)]) -> Response:
-    """This process's metrics: its jobs, attempts, claims, pool and HTTP requests, and
-    the queue gauges if it holds the maintenance lead."""
-    exporter = request.app.state.metrics
-    if exporter is None:
-        raise HTTPException(404, detail="metrics are off (JOBQUEUE_METRICS=off)")
-    body, content_type = exporter.exposition()
-    return Response(body, media_type=content_type)
