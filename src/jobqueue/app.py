@@ -40,7 +40,7 @@ from jobqueue.db.connections import (
 from jobqueue.db.pool import raises_unavailable, unavailable_raised
 from jobqueue.db.records import JobRow
 from jobqueue.db.store import Store
-from jobqueue.enqueue.enqueuer import insert
+from jobqueue.enqueue.enqueuer import insert, opened
 from jobqueue.enqueue.rows import Rows
 from jobqueue.inspection import Inspector
 from jobqueue.model import fields
@@ -259,7 +259,14 @@ class JobQueue(Connected):
         conn: AppConnection | None,
         idem: IdempotencyKey | None = None,
     ) -> tuple[Job, bool]:
-        job, created = await self._database.insert(row, unique_key, unique_for, conn, idem)
+        if conn is None and unique_key is None and idem is None:
+            # The hot path, inline: shared with the concurrent calls of this loop.
+            resources = self._database.current()
+            if resources is None:
+                resources = await opened(self._database.resources())
+            job, created = await resources.enqueuer.insert(row), True
+        else:
+            job, created = await self._database.insert(row, unique_key, unique_for, conn, idem)
         if created:
             observability.enqueued([row])
         return job, created

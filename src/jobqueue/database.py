@@ -115,12 +115,8 @@ class Database:
         idem: IdempotencyKey | None,
     ) -> tuple[Job, bool]:
         """The job stored (or the one its unique or idempotency key names) and whether
-        it is new. A plain job on the pool joins the concurrent ones (Enqueuer)."""
-        if conn is None and unique_key is None and idem is None:
-            resources = self.current()
-            if resources is None:
-                resources = await opened(self.resources())
-            return await resources.enqueuer.insert(row), True
+        it is new: one with a unique or idempotency key, or on the application's
+        connection (a plain job on the pool, JobQueue hands to the Enqueuer itself)."""
         return await self.write(
             conn, lambda store: insert(store, row, unique_key, unique_for, idem)
         )

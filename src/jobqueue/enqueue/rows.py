@@ -5,14 +5,13 @@ payload type and encoded as JSON."""
 from __future__ import annotations
 
 import json
-import operator
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from jobqueue.config import Settings
 from jobqueue.db.records import JobOptions, JobRow
 from jobqueue.model import fields
-from jobqueue.model.options import BATCH_OPTIONS, JOB_OPTIONS, BatchOptions
+from jobqueue.model.options import JOB_OPTIONS, BatchOptions
 from jobqueue.task import Task, job_options
 
 if TYPE_CHECKING:
@@ -22,9 +21,6 @@ if TYPE_CHECKING:
 # allow_nan=False: NaN is not JSON, and jsonb would refuse the INSERT (with every job
 # sharing it, until each is tried alone).
 _JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
-# A NewJob's options, in BATCH_OPTIONS' order, in one call: POST /jobs builds a row per
-# request.
-_batch_options = operator.attrgetter(*BATCH_OPTIONS)
 
 
 class Rows:
@@ -35,10 +31,26 @@ class Rows:
     def row(
         self, type: str, payload: Any, options: BatchOptions, trace: str | None = None
     ) -> JobRow:
-        """``trace``: the trace context to record (observability/trace_context.py). The
-        job's concurrency key is the option's, else the one its task's payload field
-        gives."""
-        resolved = self.options(type, options)
+        """The row of a job enqueued from Python, every option checked (ValueError naming
+        the field; TypeError naming a keyword that is no option). ``trace``: the trace
+        context to record (observability/trace_context.py)."""
+        _check(options)
+        return self._row(type, payload, options, trace)
+
+    def row_of(self, spec: NewJob, trace: str | None = None) -> JobRow:
+        """The row of a job POST /jobs described: pydantic has checked its options by the
+        same rules (jobqueue.enqueue.new_job), and its fields are its options' names, so
+        its ``__dict__`` is read as they are, with no dict built per request."""
+        return self._row(spec.type, spec.payload, cast("BatchOptions", spec.__dict__), trace)
+
+    def options(self, type: str, options: BatchOptions) -> JobOptions:
+        """A batch's type and options, checked, with its task's defaults."""
+        _check(options)
+        return self._resolved(type, options)
+
+    def _row(self, type: str, payload: Any, options: BatchOptions, trace: str | None) -> JobRow:
+        # The concurrency key is the option's, else the one its task's payload field gives.
+        resolved = self._resolved(type, options)
         encoded = self.payload(resolved.type, payload)
         return JobRow(
             resolved.type,
@@ -52,20 +64,9 @@ class Rows:
             self.concurrency_key(resolved.type, encoded, options.get("concurrency_key")),
         )
 
-    def row_of(self, spec: NewJob, trace: str | None = None) -> JobRow:
-        """The row of a job POST /jobs described (already validated by pydantic)."""
-        options = cast("BatchOptions", dict(zip(BATCH_OPTIONS, _batch_options(spec), strict=True)))
-        return self.row(spec.type, spec.payload, options, trace)
-
-    def options(self, type: str, options: BatchOptions) -> JobOptions:
-        """The job's type and options checked (ValueError naming the field), with its
-        task's defaults, else the settings'. A unique key given too is checked too."""
+    def _resolved(self, type: str, options: BatchOptions) -> JobOptions:
+        """The type checked, and the options with its task's defaults, else the settings'."""
         type = fields.check_type(type)
-        try:
-            fields.check_options(**options)
-        except TypeError:  # a keyword no option has: the caller's mistake, named
-            unknown = sorted(set(options) - set(JOB_OPTIONS))
-            raise TypeError(f"unknown job options: {', '.join(unknown)}") from None
         queue, priority, max_attempts = job_options(
             self._tasks.get(type),
             self._settings,
@@ -134,3 +135,13 @@ class Rows:
             return _JSON.encode(payload)
         except ValueError as exc:  # NaN or Infinity: ValueError naming the field
             raise fields.unencodable(payload, "payload", exc) from None
+
+
+def _check(options: BatchOptions) -> None:
+    """ValueError naming the first option that breaks a rule (a unique key given too is
+    checked too); TypeError naming a keyword that is no option."""
+    try:
+        fields.check_options(**options)
+    except TypeError:
+        unknown = sorted(set(options) - set(JOB_OPTIONS))
+        raise TypeError(f"unknown job options: {', '.join(unknown)}") from None
