@@ -42,6 +42,7 @@ from jobqueue.db.records import JobRow
 from jobqueue.db.store import Store
 from jobqueue.enqueue.enqueuer import insert, opened
 from jobqueue.enqueue.rows import Rows
+from jobqueue.http_workers.service import HttpWorkers
 from jobqueue.inspection import Inspector
 from jobqueue.model import fields
 from jobqueue.model.job import RETRYABLE_STATES, Attempt, Job, JobStatus, QueueInfo, WorkerInfo
@@ -94,6 +95,8 @@ class JobQueue(Connected):
         # queues, each a small service on this queue's store.
         self.inspect = Inspector(self)
         self.tokens = TokenAdmin(self.store)
+        # Workers in other languages, over HTTP (docs/http-workers.md).
+        self.http_workers = HttpWorkers(self)
 
     @property
     def settings(self) -> Settings:
@@ -153,6 +156,11 @@ class JobQueue(Connected):
 
     def queue_names(self) -> set[str]:
         return {t.queue for t in self.tasks.values() if t.queue}
+
+    async def close(self) -> None:
+        """Close this loop's pool (and the sync API's), and stop an embedded server we own."""
+        await self.http_workers.close()
+        await super().close()
 
     # -- running jobs in this process ----------------------------------------------
 

@@ -231,10 +231,11 @@ def test_the_dashboard_uses_the_api_only_as_a_client() -> None:
 
 
 # Where a JobQueue's store is opened: the facade (app.py, and its connection half in
-# database.py), and the reads it serves as ``jq.inspect``. The dashboard, the API,
-# the CLI, the server and the test helpers go through them; a component wired once
-# (the API's authenticator) is given the facade's ``store`` to call.
-OPENS_THE_STORE = {"app.py", "database.py", "inspection.py"}
+# database.py), and the services it serves: ``jq.inspect`` (what is read besides jobs
+# and queues) and ``jq.http_workers`` (workers over HTTP). The dashboard, the API, the
+# CLI, the server and the test helpers go through them; a component wired once (the
+# API's authenticator) is given the facade's ``store`` to call.
+OPENS_THE_STORE = {"app.py", "database.py", "inspection.py", "http_workers/service.py"}
 
 
 def test_nothing_above_the_facade_opens_the_store() -> None:

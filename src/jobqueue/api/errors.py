@@ -25,6 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from jobqueue.auth.authenticator import TokensUnavailable
 from jobqueue.db.pool import UNAVAILABLE_ERRORS, is_unavailable
 from jobqueue.enqueue.idempotency import IdempotentJobGone
+from jobqueue.http_workers.service import LeaseLost
 from jobqueue.model.errors import EnqueueError, EnqueueFailed
 from jobqueue.model.job import JobNotFound, JobStateError
 
@@ -95,6 +96,10 @@ async def idempotent_job_gone(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc), "job_id": exc.job_id}, status_code=410)
 
 
+async def lease_lost(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse({"detail": str(exc)}, status_code=409)
+
+
 async def job_not_found(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=404)
 
@@ -120,6 +125,7 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(JobNotFound, job_not_found)
+    app.add_exception_handler(LeaseLost, lease_lost)
     app.add_exception_handler(IdempotentJobGone, idempotent_job_gone)
     app.add_exception_handler(JobStateError, job_state_conflict)
     app.add_exception_handler(EnqueueError, enqueue_unavailable)

@@ -17,6 +17,7 @@ class Scope(StrEnum):
     READ = "jobs:read"
     PAYLOADS = "payloads:read"  # without it, payloads, results and logs are redacted
     CONTROL = "jobs:control"  # retry and cancel
+    WORK = "jobs:work"  # claim jobs and write their outcomes: an HTTP worker's
     QUEUES = "queues:control"  # pause and resume
     METRICS = "metrics:read"
     ADMIN = "admin"  # tokens and the audit log, and every other scope

@@ -1,0 +1,247 @@
+"""The claims and fenced writes of HTTP workers (docs/http-workers.md), as
+``JobQueue.http_workers`` serves them.
+
+A claim is a Python worker's: the same statements (claim.sql, or the limited claim
+under the queue's row lock), priorities, paused queues and typed claims, for the
+worker id that leases.worker_id makes. It waits, when nothing is due, on the API
+process's one LISTEN of new jobs (a listener started with the first waiting claim),
+never a polling loop per request; a claim whose client went away while it was being
+made is handed back at once, its attempt not counted. Each call renews the worker's
+row, so that it shows in GET /workers while it calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from jobqueue.config import Settings
+from jobqueue.db.listener import Listener
+from jobqueue.db.records import ClaimedJob, Failure, ParentResult, ProgressReport
+from jobqueue.db.store import Store
+from jobqueue.http_workers.leases import Lease
+from jobqueue.logs import get_logger
+from jobqueue.model.job import JobNotFound, JobStatus
+from jobqueue.retry import ExponentialBackoff
+from jobqueue.worker import limited_claim
+
+log = get_logger("jobqueue.api")
+
+# How often a waiting claim looks for a gone client, and for due jobs when no NOTIFY
+# can come (poll-only, or a job falling due at its run_at, which nothing announces).
+CHECK_SECONDS = 1.0
+
+
+class Source(Protocol):
+    """What the service reads through: a JobQueue."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def direct_dsn(self) -> str | None: ...
+
+    async def store(self) -> Store: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimOrder:
+    """What a claim asks for (api/work_routes.py has checked each field)."""
+
+    worker: str
+    worker_id: str
+    client: str
+    queues: Sequence[str]
+    types: Sequence[str] | None  # None: jobs of every type
+    max: int
+    wait_seconds: float
+    lease_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    job: ClaimedJob
+    lease: Lease
+    parent_results: list[ParentResult]
+
+
+@dataclass(frozen=True, slots=True)
+class Renewed:
+    cancel_requested: bool
+
+
+class LeaseLost(Exception):
+    """The write's lease no longer holds its job: rescued after the lease ran out,
+    claimed again, ended, or the lease is another token's. Nothing was changed."""
+
+    def __init__(self, job_id: int) -> None:
+        super().__init__(
+            f"job {job_id}: this lease no longer holds it (it ran out and the job was "
+            "rescued, the job ended, or the lease is another token's); nothing changed"
+        )
+        self.job_id = job_id
+
+
+class HttpWorkers:
+    def __init__(self, source: Source) -> None:
+        self._source = source
+        self._listener: asyncio.Task[None] | None = None
+        self._waiting: set[asyncio.Event] = set()
+
+    async def _store(self) -> Store:
+        return await self._source.store()
+
+    # -- claims ----------------------------------------------------------------------
+
+    async def claim(self, order: ClaimOrder, gone: Callable[[], Awaitable[bool]]) -> list[Claimed]:
+        """Up to ``order.max`` due jobs, waiting up to ``order.wait_seconds`` for one;
+        none if the client went away (``gone``) before the answer."""
+        store = await self._store()
+        await self._announce(store, order)
+        deadline = time.monotonic() + order.wait_seconds
+        woken = asyncio.Event()
+        self._waiting.add(woken)
+        try:
+            while True:
+                woken.clear()
+                jobs = await self._claim_once(store, order)
+                remaining = deadline - time.monotonic()
+                if jobs or remaining <= 0 or await gone():
+                    break
+                self._listen(store)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(woken.wait(), min(remaining, CHECK_SECONDS))
+        finally:
+            self._waiting.discard(woken)
+        if await gone():
+            if jobs:
+                await store.release(jobs=jobs, worker_id=order.worker_id)
+            log.info("claim abandoned: its client went away", worker=order.worker_id,
+                     handed_back=len(jobs))  # fmt: skip
+            return []
+        return [
+            Claimed(
+                job,
+                Lease(job.id, job.claim or 0, order.worker),
+                []
+                if job.workflow_id is None
+                else await store.workflow_parent_results(job_id=job.id),
+            )
+            for job in jobs
+        ]
+
+    async def _claim_once(self, store: Store, order: ClaimOrder) -> list[ClaimedJob]:
+        claimed: list[ClaimedJob] = []
+        async with store.connection() as conn:
+            limited = await conn.queue_limited(queues=order.queues)
+            for queue in order.queues:
+                wanted = order.max - len(claimed)
+                if wanted <= 0:
+                    break
+                if queue in limited:
+                    if not await conn.limit_due(queue=queue):
+                        continue
+                    jobs = await limited_claim.claim(
+                        conn, queue=queue, limit=wanted, worker_id=order.worker_id,
+                        lease_seconds=order.lease_seconds, types=order.types,
+                    )  # fmt: skip
+                else:
+                    jobs = await conn.claim(
+                        queue=queue, limit=wanted, worker_id=order.worker_id,
+                        lease_seconds=order.lease_seconds, types=order.types,
+                    )  # fmt: skip
+                claimed.extend(jobs)
+        return claimed
+
+    async def _announce(self, store: Store, order: ClaimOrder) -> None:
+        """The worker's row: the queues and types it claims, renewed by every call."""
+        await store.worker_register(
+            worker_id=order.worker_id,
+            host=order.client,
+            pid=0,
+            queues=order.queues,
+            slots=order.max,
+            types=order.types or [],
+            any_type=order.types is None,
+        )
+
+    def _listen(self, store: Store) -> None:
+        """The process's one LISTEN of new jobs, started by the first claim to wait."""
+        if self._listener is None or self._listener.done():
+            listener = Listener(self._source.direct_dsn, store.schema, store.channel, self._woken)
+            self._listener = asyncio.create_task(listener.run(), name="jobqueue-http-workers")
+
+    def _woken(self, queue: str | None) -> None:
+        for event in self._waiting:
+            event.set()
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._listener
+            self._listener = None
+
+    # -- fenced writes ---------------------------------------------------------------
+
+    async def heartbeat(
+        self,
+        lease: Lease,
+        worker_id: str,
+        lease_seconds: float,
+        progress: tuple[float | None, str | None] | None = None,
+    ) -> Renewed:
+        """The lease renewed for ``lease_seconds``, and whether the job was asked to
+        stop; ``progress`` (fraction, message) written with it, fenced alike."""
+        store = await self._store()
+        renewal = await store.heartbeat(
+            jobs=[lease.held()], worker_id=worker_id, lease_seconds=lease_seconds
+        )
+        if renewal.lost:
+            raise LeaseLost(lease.job_id)
+        if progress is not None:
+            report = ProgressReport(lease.held(), *progress)
+            await store.progress(reports=[report], worker_id=worker_id)
+        await store.worker_heartbeat(worker_id=worker_id)
+        return Renewed(cancel_requested=lease.job_id in renewal.cancel_requested)
+
+    async def complete(self, lease: Lease, worker_id: str, result: object) -> None:
+        results = None if result is None else json.dumps({str(lease.job_id): result})
+        refused = await (await self._store()).complete(
+            jobs=[lease.held()], worker_id=worker_id, status=JobStatus.COMPLETED, results=results
+        )
+        if refused:
+            raise LeaseLost(lease.job_id)
+
+    async def fail(
+        self,
+        lease: Lease,
+        worker_id: str,
+        error: str,
+        traceback: str | None,
+        retry_in_seconds: float | None,
+        discard: bool,
+    ) -> float | None:
+        """The attempt failed: retried after ``retry_in_seconds`` (None: the default
+        backoff from RETRY_DELAY_SECONDS) while attempts are left, else failed for good,
+        as at once with ``discard``. Returns the delay, or None: failed for good."""
+        store = await self._store()
+        job = await store.get_job(job_id=lease.job_id)
+        if job is None:
+            raise JobNotFound(lease.job_id)
+        if discard or job.attempts >= job.max_attempts:
+            delay = None
+        elif retry_in_seconds is not None:
+            delay = retry_in_seconds
+        else:
+            settings = self._source.settings
+            delay = ExponentialBackoff(settings.retry_delay, settings.retry_max_delay)(job.attempts)
+        failure = Failure(lease.held(), error, traceback, delay)
+        if await store.fail(failures=[failure], worker_id=worker_id):
+            raise LeaseLost(lease.job_id)
+        return delay

@@ -1,0 +1,298 @@
+"""Workers over HTTP against a real `jobqueue api` process: a claim hands out jobs with
+leases, waits for one when nothing is due and is woken by its enqueue; complete and
+fail end the attempt; a lease that lost its job (rescued and claimed again, or used
+under another token) is refused with 409 and changes nothing; the scope and a token's
+queues bound what may be claimed; bad input is a 422 naming the field; a client gone
+mid-wait leaves no job claimed."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+
+from jobqueue.db.store import Store
+from tests.acceptance.test_auth import make_token
+from tests.conftest import Process, Spawn
+
+pytestmark = pytest.mark.anyio
+
+WORK = ["jobs:work", "jobs:enqueue", "jobs:read", "payloads:read", "jobs:control"]
+
+
+@pytest.fixture
+def api(spawn: Spawn, env: dict[str, str]) -> tuple[str, Process]:
+    server = spawn(["api"], env, name="api")
+    base = f"http://127.0.0.1:{env['PORT']}"
+    server.wait_http(base)
+    return base, server
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def enqueue(client: httpx.AsyncClient, token: str, **job: Any) -> int:
+    answer = await client.post("/jobs", json={"type": "resize", **job}, headers=auth(token))
+    assert answer.status_code == 201, answer.text
+    job_id: int = answer.json()["id"]
+    return job_id
+
+
+async def claim(client: httpx.AsyncClient, token: str, **order: Any) -> httpx.Response:
+    body = {"worker": "w1", "queues": ["images"], **order}
+    return await client.post("/claims", json=body, headers=auth(token))
+
+
+async def test_a_claimed_job_completes_with_its_result(
+    api: tuple[str, Process], db: asyncpg.Connection, schema: str
+) -> None:
+    base, _ = api
+    token = await make_token(db, schema, "ts-worker", WORK)
+    async with httpx.AsyncClient(base_url=base) as client:
+        job_id = await enqueue(client, token, queue="images", payload={"path": "a.png"})
+        answer = await claim(client, token, max=10, types=["resize"])
+        assert answer.status_code == 200, answer.text
+        [job] = answer.json()["jobs"]
+        assert (job["id"], job["type"], job["queue"], job["payload"]) == (
+            job_id, "resize", "images", {"path": "a.png"}
+        )  # fmt: skip
+        assert (job["attempt"], job["max_attempts"], job["parent_results"]) == (1, 3, None)
+        workers = (await client.get("/workers", headers=auth(token))).json()
+        [worker] = [w for w in workers if w["id"] == "http:ts-worker:w1"]
+        assert (worker["queues"], worker["types"], worker["running"]) == (
+            ["images"], ["resize"], 1
+        )  # fmt: skip
+
+        beat = await client.post(
+            f"/jobs/{job_id}/heartbeat",
+            json={"lease": job["lease"], "progress": {"fraction": 0.5, "message": "half"}},
+            headers=auth(token),
+        )
+        assert beat.status_code == 200, beat.text
+        assert beat.json()["cancel_requested"] is False
+        shown = (await client.get(f"/jobs/{job_id}", headers=auth(token))).json()
+        assert (shown["progress"]["fraction"], shown["progress"]["message"]) == (0.5, "half")
+
+        done = await client.post(
+            f"/jobs/{job_id}/complete",
+            json={"lease": job["lease"], "result": {"width": 100}},
+            headers=auth(token),
+        )
+        assert done.status_code == 200, done.text
+        shown = (await client.get(f"/jobs/{job_id}", headers=auth(token))).json()
+        assert (shown["status"], shown["result"]) == ("completed", {"width": 100})
+        # Its lease ended with the job: a second write is refused.
+        again = await client.post(
+            f"/jobs/{job_id}/complete", json={"lease": job["lease"]}, headers=auth(token)
+        )
+        assert again.status_code == 409
+        assert "nothing changed" in again.json()["detail"]
+
+
+async def test_a_waiting_claim_is_woken_by_an_enqueue_and_one_with_nothing_due_ends_empty(
+    api: tuple[str, Process], db: asyncpg.Connection, schema: str
+) -> None:
+    base, _ = api
+    token = await make_token(db, schema, "waiter", WORK)
+    async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+        empty = await claim(client, token, wait_seconds=0.3)
+        assert empty.status_code == 200
+        assert empty.json() == {"jobs": []}
+
+        started = time.monotonic()
+        waiting = asyncio.create_task(claim(client, token, wait_seconds=30))
+        await registered(client, token, "http:waiter:w1")  # the claim is waiting
+        job_id = await enqueue(client, token, queue="images")
+        answer = await waiting
+        # Answered once the job was due, far before the 30 s the claim would wait.
+        assert time.monotonic() - started < 15
+        assert [j["id"] for j in answer.json()["jobs"]] == [job_id]
+
+
+async def test_a_failed_attempt_is_retried_then_fails_for_good(
+    api: tuple[str, Process], db: asyncpg.Connection, schema: str
+) -> None:
+    base, _ = api
+    token = await make_token(db, schema, "failer", WORK)
+    async with httpx.AsyncClient(base_url=base) as client:
+        job_id = await enqueue(client, token, queue="images", max_attempts=3)
+        [job] = (await claim(client, token)).json()["jobs"]
+        error = {"type": "ResizeError", "message": "too wide", "traceback": "at resize.ts:3"}
+        failed = await client.post(
+            f"/jobs/{job_id}/fail",
+            json={"lease": job["lease"], "error": error, "retry_in_seconds": 0},
+            headers=auth(token),
+        )
+        assert failed.status_code == 200, failed.text
+        assert failed.json() == {"id": job_id, "status": "pending", "retry_in_seconds": 0.0}
+
+        [job] = (await claim(client, token)).json()["jobs"]
+        assert job["attempt"] == 2
+        discarded = await client.post(
+            f"/jobs/{job_id}/fail",
+            json={"lease": job["lease"], "error": {"type": "Fatal"}, "discard": True},
+            headers=auth(token),
+        )
+        assert discarded.json() == {"id": job_id, "status": "failed", "retry_in_seconds": None}
+        shown = (await client.get(f"/jobs/{job_id}", headers=auth(token))).json()
+        assert (shown["status"], shown["last_error"]) == ("failed", "Fatal")
+        attempts = (await client.get(f"/jobs/{job_id}/attempts", headers=auth(token))).json()
+        assert [a["error"] for a in attempts["attempts"]] == ["ResizeError: too wide", "Fatal"]
+        assert attempts["attempts"][0]["traceback"] == "at resize.ts:3"
+
+
+async def test_a_lease_that_lost_its_job_changes_nothing(
+    api: tuple[str, Process], db: asyncpg.Connection, schema: str
+) -> None:
+    base, _ = api
+    first = await make_token(db, schema, "first", WORK)
+    second = await make_token(db, schema, "second", WORK)
+    async with httpx.AsyncClient(base_url=base) as client:
+        job_id = await enqueue(client, first, queue="images")
+        [stale] = (await claim(client, first)).json()["jobs"]
+
+        # Another token's write with the lease names another worker: fenced out.
+        stolen = await client.post(
+            f"/jobs/{job_id}/complete", json={"lease": stale["lease"]}, headers=auth(second)
+        )
+        assert stolen.status_code == 409
+
+        # The lease runs out; the rescuer hands the job to another worker.
+        await db.execute(
+            f"UPDATE \"{schema}\".jobs SET lease_expires_at = now() - interval '1 s' WHERE id = $1",
+            job_id,
+        )
+        assert [r.id for r in await Store(db, schema).rescue(limit=10)] == [job_id]
+        [fresh] = (await claim(client, second, worker="w2")).json()["jobs"]
+        assert (fresh["id"], fresh["attempt"]) == (job_id, 2)
+
+        for path, body in (
+            ("heartbeat", {"lease": stale["lease"]}),
+            ("complete", {"lease": stale["lease"], "result": "late"}),
+            ("fail", {"lease": stale["lease"], "error": {"type": "Late"}}),
+        ):
+            late = await client.post(f"/jobs/{job_id}/{path}", json=body, headers=auth(first))
+            assert late.status_code == 409, (path, late.text)
+        done = await client.post(
+            f"/jobs/{job_id}/complete",
+            json={"lease": fresh["lease"], "result": "second's"},
+            headers=auth(second),
+        )
+        assert done.status_code == 200
+        shown = (await client.get(f"/jobs/{job_id}", headers=auth(first))).json()
+        assert (shown["status"], shown["result"]) == ("completed", "second's")
+
+
+async def test_the_scope_and_a_tokens_queues_bound_a_claim(
+    api: tuple[str, Process], db: asyncpg.Connection, schema: str
+) -> None:
+    base, _ = api
+    admin = await make_token(db, schema, "admin", ["admin"])
+    reader = await make_token(db, schema, "reader", ["jobs:read", "jobs:enqueue"])
+    images = await make_token(db, schema, "images-only", WORK, queues=["images"])
+    async with httpx.AsyncClient(base_url=base) as client:
+        job_id = await enqueue(client, admin, queue="mail")
+        assert (await claim(client, reader, queues=["mail"])).status_code == 403
+        refused = await claim(client, images, queues=["mail"])
+        assert refused.status_code == 403
+        assert "mail" in refused.json()["detail"]
+        assert (await claim(client, images, queues=["images"])).json() == {"jobs": []}
+        shown = (await client.get(f"/jobs/{job_id}", headers=auth(admin))).json()
+        assert (shown["status"], shown["attempts"]) == ("pending", 0)
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"worker": "w1", "max": 0}, "max"),
+        ({"worker": "w1", "max": 101}, "max"),
+        ({"worker": "w1", "wait_seconds": 61}, "wait_seconds"),
+        ({"worker": "w1", "lease_seconds": 0}, "lease_seconds"),
+        ({"worker": "w1", "queues": ["no spaces"]}, "queues.0"),
+        ({"worker": "not a name"}, "worker"),
+        ({}, "worker"),
+    ],
+)
+async def test_a_bad_claim_is_a_422_naming_the_field(
+    api: tuple[str, Process], db: asyncpg.Connection, schema: str, body: Any, field: str
+) -> None:
+    base, _ = api
+    token = await make_token(db, schema, "bad-claims", WORK)
+    async with httpx.AsyncClient(base_url=base) as client:
+        answer = await client.post("/claims", json=body, headers=auth(token))
+        assert answer.status_code == 422, answer.text
+        assert field in [d["field"] for d in answer.json()["detail"]]
+
+
+async def test_a_bad_write_is_a_422_naming_the_field_and_stores_nothing(
+    api: tuple[str, Process], db: asyncpg.Connection, schema: str
+) -> None:
+    base, _ = api
+    token = await make_token(db, schema, "bad-writes", WORK)
+    async with httpx.AsyncClient(base_url=base) as client:
+        job_id = await enqueue(client, token, queue="images")
+        [job] = (await claim(client, token)).json()["jobs"]
+        cases: list[tuple[str, Any, str]] = [
+            ("complete", {"lease": "not-a-lease"}, "lease"),
+            ("complete", {"lease": job["lease"].replace(f"{job_id}.", "99999.", 1)}, "lease"),
+            ("fail", {"lease": job["lease"]}, "error"),
+            ("fail", {"lease": job["lease"], "error": {"type": ""}}, "error.type"),
+            (
+                "heartbeat",
+                {"lease": job["lease"], "progress": {"fraction": 2}},
+                "progress.fraction",
+            ),
+        ]
+        for path, body, field in cases:
+            answer = await client.post(f"/jobs/{job_id}/{path}", json=body, headers=auth(token))
+            assert answer.status_code == 422, (path, body, answer.text)
+            assert field in [d["field"] for d in answer.json()["detail"]], (path, answer.text)
+        # A result JSON allows but PostgreSQL cannot store.
+        raw = f'{{"lease": "{job["lease"]}", "result": NaN}}'
+        answer = await client.post(
+            f"/jobs/{job_id}/complete",
+            content=raw,
+            headers={**auth(token), "Content-Type": "application/json"},
+        )
+        assert answer.status_code == 422, answer.text
+        assert "result" in [d["field"] for d in answer.json()["detail"]]
+        shown = (await client.get(f"/jobs/{job_id}", headers=auth(token))).json()
+        assert (shown["status"], shown["result"]) == ("running", None)
+
+
+async def test_a_client_gone_mid_wait_leaves_no_job_claimed(
+    api: tuple[str, Process], db: asyncpg.Connection, schema: str
+) -> None:
+    base, server = api
+    token = await make_token(db, schema, "leaver", WORK)
+    async with httpx.AsyncClient(base_url=base, timeout=1.0) as client:
+        with pytest.raises(httpx.ReadTimeout):
+            await claim(client, token, wait_seconds=20)
+    async with httpx.AsyncClient(base_url=base) as client:
+        # Enqueued as the abandoned claim still waits (it looks for its client once a
+        # second): it either claims the job, finds its client gone and hands it back,
+        # or finds its client gone first. Either way it ends, and says so.
+        job_id = await enqueue(client, token, queue="images")
+        server.wait_for_output("claim abandoned")
+        row = await db.fetchrow(
+            f'SELECT status, attempts, worker_id FROM "{schema}".jobs WHERE id = $1', job_id
+        )
+        assert dict(row.items()) == {"status": "pending", "attempts": 0, "worker_id": None}
+        # And a worker still gets it.
+        [job] = (await claim(client, token)).json()["jobs"]
+        assert (job["id"], job["attempt"]) == (job_id, 1)
+
+
+async def registered(client: httpx.AsyncClient, token: str, worker_id: str) -> None:
+    """Once GET /workers shows ``worker_id``: its first claim has begun."""
+    deadline = time.monotonic() + 20
+    while worker_id not in [
+        w["id"] for w in (await client.get("/workers", headers=auth(token))).json()
+    ]:
+        assert time.monotonic() < deadline, f"{worker_id} never claimed"
+        await asyncio.sleep(0.05)
