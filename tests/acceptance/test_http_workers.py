@@ -296,3 +296,60 @@ async def registered(client: httpx.AsyncClient, token: str, worker_id: str) -> N
     ]:
         assert time.monotonic() < deadline, f"{worker_id} never claimed"
         await asyncio.sleep(0.05)
+
+
+async def test_batches_renew_and_end_many_jobs_each_answered(
+    api: tuple[str, Process], db: asyncpg.Connection, schema: str
+) -> None:
+    base, _ = api
+    token = await make_token(db, schema, "batcher", WORK)
+    async with httpx.AsyncClient(base_url=base) as client:
+        ids = [await enqueue(client, token, queue="images", max_attempts=2) for _ in range(4)]
+        jobs = (await claim(client, token, max=4)).json()["jobs"]
+        assert sorted(j["id"] for j in jobs) == ids
+        leases = {j["id"]: j["lease"] for j in jobs}
+        await client.post(f"/jobs/{ids[3]}/cancel", headers=auth(token))
+        # One lease loses its job: rescued after its lease ran out.
+        await db.execute(
+            f"UPDATE \"{schema}\".jobs SET lease_expires_at = now() - interval '1 s' WHERE id = $1",
+            ids[0],
+        )
+        await Store(db, schema).rescue(limit=10)
+
+        beats = await client.post(
+            "/heartbeats", json={"leases": [leases[i] for i in ids]}, headers=auth(token)
+        )
+        assert beats.status_code == 200, beats.text
+        answered = beats.json()["leases"]
+        assert [(b["ok"], b["cancel_requested"]) for b in answered] == [
+            (False, False), (True, False), (True, False), (True, True)
+        ]  # fmt: skip
+        assert [b["lease"] for b in answered] == [leases[i] for i in ids]
+
+        ended = await client.post(
+            "/outcomes",
+            json={"outcomes": [
+                {"lease": leases[ids[0]], "result": "late"},
+                {"lease": leases[ids[1]], "result": {"n": 1}},
+                {"lease": leases[ids[2]], "error": {"type": "Boom"}, "retry_in_seconds": 0},
+                {"lease": leases[ids[3]], "error": {"type": "Stopped"}},
+            ]},
+            headers=auth(token),
+        )  # fmt: skip
+        assert ended.status_code == 200, ended.text
+        assert [(o["id"], o["ok"], o["status"]) for o in ended.json()["outcomes"]] == [
+            (ids[0], False, None), (ids[1], True, "completed"), (ids[2], True, "pending"),
+            (ids[3], True, "cancelled"),
+        ]  # fmt: skip
+        states = {
+            r["id"]: (r["status"], r["result"])
+            for r in await db.fetch(
+                f'SELECT id, status, result::text FROM "{schema}".jobs ORDER BY id'
+            )
+        }
+        assert states == {
+            ids[0]: ("pending", None),  # rescued; the late outcome changed nothing
+            ids[1]: ("completed", '{"n": 1}'),
+            ids[2]: ("pending", None),  # retried
+            ids[3]: ("cancelled", None),  # asked to stop: never retried
+        }

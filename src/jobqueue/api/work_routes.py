@@ -6,170 +6,46 @@ holds its job is a 409 and changes nothing (jobqueue.http_workers)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Body, HTTPException, Request
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from jobqueue.api.responses import (
     BODY,
     INVALID,
-    JOB_NOT_FOUND,
     UNAVAILABLE,
     Responses,
     declare,
 )
 from jobqueue.api.schemas import JobId, Problem
 from jobqueue.api.state import jobqueue
+from jobqueue.api.work_schemas import (
+    ClaimAnswer,
+    ClaimRequest,
+    CompleteRequest,
+    FailRequest,
+    HeartbeatAnswer,
+    HeartbeatRequest,
+    HeartbeatsAnswer,
+    HeartbeatsRequest,
+    LeasedJob,
+    LeaseRenewal,
+    Outcome,
+    OutcomeApplied,
+    OutcomesAnswer,
+    OutcomesRequest,
+)
 from jobqueue.auth import access
 from jobqueue.auth.authenticator import require
-from jobqueue.http_workers.leases import WORKER_NAME, Lease, worker_id
-from jobqueue.http_workers.service import ClaimOrder
-from jobqueue.model import fields
+from jobqueue.http_workers.leases import Lease, worker_id
+from jobqueue.http_workers.service import ClaimOrder, Completion, Failed
 from jobqueue.model.tokens import Principal, Scope
-
-router = APIRouter()
-
-MAX_CLAIM = 100  # jobs in one claim
-MAX_WAIT_SECONDS = 60.0  # a long poll's wait; under most proxies' idle timeouts
-MIN_LEASE_SECONDS, MAX_LEASE_SECONDS = 1.0, 3600.0
 
 LEASE_LOST: Responses = {
     409: {"description": "The lease no longer holds the job; nothing changed", "model": Problem}
 }
 
-
-def _lease(text: str) -> Lease:
-    lease = Lease.parse(text)
-    if lease is None:
-        raise ValueError("not a lease (give the `lease` a claim answered)")
-    return lease
-
-
-def _a_lease(text: str) -> str:
-    _lease(text)
-    return text
-
-
-LeaseText = Annotated[str, StringConstraints(max_length=200), AfterValidator(_a_lease)]
-WorkerName = Annotated[str, StringConstraints(pattern=f"^{WORKER_NAME.pattern}$")]
-QueueNameField = Annotated[str, StringConstraints(pattern=fields.QUEUE_PATTERN)]
-TypeName = Annotated[
-    str,
-    StringConstraints(min_length=1, max_length=fields.TYPE_MAX_LENGTH),
-    AfterValidator(fields.storable),
-]
-LeaseSeconds = Annotated[float, Field(ge=MIN_LEASE_SECONDS, le=MAX_LEASE_SECONDS)]
-StorableJson = Annotated[Any, AfterValidator(fields.storable_json)]
-
-
-class ClaimRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    worker: WorkerName = Field(description="The worker's name, as GET /workers shows it.")
-    queues: list[QueueNameField] = Field(
-        default_factory=lambda: ["default"], min_length=1, max_length=100,
-        description="The queues to claim from, in this order.",
-    )  # fmt: skip
-    types: list[TypeName] | None = Field(
-        default=None, min_length=1, max_length=1000,
-        description="Only jobs of these types (the types this worker has handlers for); "
-        "null: of every type.",
-    )  # fmt: skip
-    max: int = Field(default=1, ge=1, le=MAX_CLAIM, description="At most this many jobs.")
-    wait_seconds: float = Field(
-        default=0, ge=0, le=MAX_WAIT_SECONDS,
-        description="With nothing due, wait up to this long for a job (a long poll).",
-    )  # fmt: skip
-    lease_seconds: LeaseSeconds | None = Field(
-        default=None,
-        description="How long each job is held without a heartbeat; default "
-        "JOBQUEUE_LEASE_SECONDS.",
-    )
-
-
-class LeasedJob(BaseModel):
-    id: int
-    type: str
-    queue: str
-    payload: dict[str, Any]
-    attempt: int
-    max_attempts: int
-    lease: str = Field(description="Name it in every write about this job.")
-    lease_expires_at: datetime
-    trace_id: str | None
-    parent_results: dict[str, Any] | None = Field(
-        description="A workflow job's parents' results by their refs; null outside workflows."
-    )
-
-
-class ClaimAnswer(BaseModel):
-    jobs: list[LeasedJob]
-
-
-class ProgressIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    fraction: float | None = Field(default=None, ge=0, le=1)
-    message: (
-        Annotated[str, StringConstraints(max_length=1000), AfterValidator(fields.storable)] | None
-    ) = None
-
-
-class HeartbeatRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    lease: LeaseText
-    lease_seconds: LeaseSeconds | None = Field(
-        default=None, description="Renew for this long; default JOBQUEUE_LEASE_SECONDS."
-    )
-    progress: ProgressIn | None = None
-
-
-class HeartbeatAnswer(BaseModel):
-    lease_expires_at: datetime
-    cancel_requested: bool = Field(description="The job was asked to stop: end it soon.")
-
-
-class CompleteRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    lease: LeaseText
-    result: StorableJson = Field(default=None, description="Any JSON value, or null.")
-
-
-class ErrorIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    type: Annotated[
-        str, StringConstraints(min_length=1, max_length=200), AfterValidator(fields.storable)
-    ]
-    message: Annotated[str, StringConstraints(max_length=4000), AfterValidator(fields.storable)] = (
-        ""
-    )
-    traceback: (
-        Annotated[str, StringConstraints(max_length=100_000), AfterValidator(fields.storable)]
-        | None
-    ) = None
-
-
-class FailRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    lease: LeaseText
-    error: ErrorIn
-    retry_in_seconds: Annotated[float, Field(ge=0, le=fields.MAX_DELAY_SECONDS)] | None = Field(
-        default=None, description="Retry after this long; null: the default backoff."
-    )
-    discard: bool = Field(default=False, description="Fail for good, attempts left or not.")
-
-
-class Outcome(BaseModel):
-    id: int
-    status: str = Field(
-        description="`completed`; or after a failure `pending` (retried) or `failed`."
-    )
-    retry_in_seconds: float | None = None
+router = APIRouter()
 
 
 @router.post(
@@ -285,7 +161,7 @@ async def complete(
     "/jobs/{job_id}/fail",
     response_model=Outcome,
     summary="Fail a leased job's attempt",
-    responses=declare(BODY, INVALID, LEASE_LOST, JOB_NOT_FOUND, UNAVAILABLE),
+    responses=declare(BODY, INVALID, LEASE_LOST, UNAVAILABLE),
 )
 async def fail(
     request: Request,
@@ -298,20 +174,17 @@ async def fail(
     `retry_in_seconds` if given; with none left, or with `discard`, it fails for good."""
     lease = _leased(failed.lease, job_id)
     error = failed.error
-    delay = await jobqueue(request).http_workers.fail(
-        lease,
-        worker_id(who, lease.worker),
-        f"{error.type}: {error.message}" if error.message else error.type,
-        error.traceback,
-        failed.retry_in_seconds,
-        failed.discard,
-    )
-    status = "failed" if delay is None else "pending"
+    message = f"{error.type}: {error.message}" if error.message else error.type
+    given = Failed(
+        lease, worker_id(who, lease.worker), message, error.traceback,
+        failed.retry_in_seconds, failed.discard,
+    )  # fmt: skip
+    status, delay = await jobqueue(request).http_workers.fail(given)
     return Outcome(id=job_id, status=status, retry_in_seconds=delay)
 
 
 def _leased(text: str, job_id: int) -> Lease:
-    lease = _lease(text)
+    lease = _parsed(text)
     if lease.job_id != job_id:
         raise HTTPException(
             422,
@@ -327,3 +200,94 @@ def _leased(text: str, job_id: int) -> Lease:
 def _trace_id(trace: dict[str, str] | None) -> str | None:
     parent = (trace or {}).get("traceparent")
     return parent[3:35] if isinstance(parent, str) and len(parent) >= 35 else None
+
+
+def _parsed(text: str) -> Lease:
+    lease = Lease.parse(text)
+    assert lease is not None  # the request's model checked it
+    return lease
+
+
+@router.post(
+    "/heartbeats",
+    response_model=HeartbeatsAnswer,
+    summary="Renew many leases",
+    responses=declare(BODY, INVALID, UNAVAILABLE),
+)
+async def heartbeats(
+    request: Request,
+    who: Annotated[Principal, require(Scope.WORK)],
+    beats: Annotated[HeartbeatsRequest, Body()],
+) -> HeartbeatsAnswer:
+    """Each lease renewed, in one statement per worker: each answer says whether it was
+    (`ok`; false: the lease lost its job, and nothing changed) and whether its job was
+    asked to stop. A worker renews all its running jobs with one call."""
+    jq = jobqueue(request)
+    lease_seconds = beats.lease_seconds or jq.settings.lease_seconds
+    leases = [_parsed(text) for text in beats.leases]
+    renewed = await jq.http_workers.heartbeats(
+        [(lease, worker_id(who, lease.worker)) for lease in leases], lease_seconds
+    )
+    expires = datetime.now(UTC) + timedelta(seconds=lease_seconds)
+    return HeartbeatsAnswer(
+        leases=[
+            LeaseRenewal(lease=text, ok=False, detail=LOST)
+            if (renewal := renewed[lease]) is None
+            else LeaseRenewal(
+                lease=text,
+                ok=True,
+                lease_expires_at=expires,
+                cancel_requested=renewal.cancel_requested,
+            )
+            for text, lease in zip(beats.leases, leases, strict=True)
+        ]
+    )
+
+
+@router.post(
+    "/outcomes",
+    response_model=OutcomesAnswer,
+    summary="Complete or fail many leased jobs",
+    responses=declare(BODY, INVALID, UNAVAILABLE),
+)
+async def outcomes(
+    request: Request,
+    who: Annotated[Principal, require(Scope.WORK)],
+    given: Annotated[OutcomesRequest, Body()],
+) -> OutcomesAnswer:
+    """Each outcome applied as `complete` (a `result`) or `fail` (an `error`) would
+    apply it, the completions in one statement per worker: those whose lease lost its
+    job are refused (`ok` false) and change nothing, the rest are applied."""
+    items: list[Completion | Failed] = []
+    for o in given.outcomes:
+        lease = _parsed(o.lease)
+        who_id = worker_id(who, lease.worker)
+        if o.error is None:
+            items.append(Completion(lease, who_id, o.result))
+        else:
+            error = f"{o.error.type}: {o.error.message}" if o.error.message else o.error.type
+            items.append(
+                Failed(lease, who_id, error, o.error.traceback, o.retry_in_seconds, o.discard)
+            )
+    applied = await jobqueue(request).http_workers.outcomes(items)
+    answers = []
+    for o, item in zip(given.outcomes, items, strict=True):
+        status, delay = applied[item.lease]
+        if status is None:
+            answers.append(
+                OutcomeApplied(lease=o.lease, ok=False, id=item.lease.job_id, detail=LOST)
+            )
+        else:
+            answers.append(
+                OutcomeApplied(
+                    lease=o.lease,
+                    ok=True,
+                    id=item.lease.job_id,
+                    status=status,
+                    retry_in_seconds=delay,
+                )
+            )
+    return OutcomesAnswer(outcomes=answers)
+
+
+LOST = "this lease no longer holds its job; nothing changed"

@@ -18,7 +18,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from jobqueue.config import Settings
 from jobqueue.db.listener import Listener
@@ -26,7 +26,7 @@ from jobqueue.db.records import ClaimedJob, Failure, ParentResult, ProgressRepor
 from jobqueue.db.store import Store
 from jobqueue.http_workers.leases import Lease
 from jobqueue.logs import get_logger
-from jobqueue.model.job import JobNotFound, JobStatus
+from jobqueue.model.job import JobStatus
 from jobqueue.retry import ExponentialBackoff
 from jobqueue.worker import limited_claim
 
@@ -210,38 +210,111 @@ class HttpWorkers:
         await store.worker_heartbeat(worker_id=worker_id)
         return Renewed(cancel_requested=lease.job_id in renewal.cancel_requested)
 
+    async def heartbeats(
+        self, leases: Sequence[tuple[Lease, str]], lease_seconds: float
+    ) -> dict[Lease, Renewed | None]:
+        """Each (lease, worker id) renewed, one statement per worker; None for a lease
+        that lost its job."""
+        store = await self._store()
+        renewed: dict[Lease, Renewed | None] = {}
+        for worker_id, group in _by_worker(leases).items():
+            renewal = await store.heartbeat(
+                jobs=[lease.held() for lease in group], worker_id=worker_id,
+                lease_seconds=lease_seconds,
+            )  # fmt: skip
+            lost = {job.id for job in renewal.lost}
+            asked = set(renewal.cancel_requested)
+            for lease in group:
+                renewed[lease] = None if lease.job_id in lost else Renewed(lease.job_id in asked)
+            if len(lost) < len(group):
+                await store.worker_heartbeat(worker_id=worker_id)
+        return renewed
+
     async def complete(self, lease: Lease, worker_id: str, result: object) -> None:
-        results = None if result is None else json.dumps({str(lease.job_id): result})
-        refused = await (await self._store()).complete(
-            jobs=[lease.held()], worker_id=worker_id, status=JobStatus.COMPLETED, results=results
-        )
-        if refused:
+        (status, _) = (await self.outcomes([Completion(lease, worker_id, result)]))[lease]
+        if status is None:
             raise LeaseLost(lease.job_id)
 
-    async def fail(
-        self,
-        lease: Lease,
-        worker_id: str,
-        error: str,
-        traceback: str | None,
-        retry_in_seconds: float | None,
-        discard: bool,
-    ) -> float | None:
+    async def fail(self, failed: Failed) -> tuple[OutcomeStatus, float | None]:
         """The attempt failed: retried after ``retry_in_seconds`` (None: the default
         backoff from RETRY_DELAY_SECONDS) while attempts are left, else failed for good,
-        as at once with ``discard``. Returns the delay, or None: failed for good."""
+        as at once with ``discard``; cancelled if the job was asked to stop. Returns
+        its status and the retry's delay."""
+        (status, delay) = (await self.outcomes([failed]))[failed.lease]
+        if status is None:
+            raise LeaseLost(failed.lease.job_id)
+        return status, delay
+
+    async def outcomes(
+        self, items: Sequence[Completion | Failed]
+    ) -> dict[Lease, tuple[OutcomeStatus | None, float | None]]:
+        """Each outcome applied, fenced by its lease: (its job's status, the retry's
+        delay), or (None, None) where the lease lost its job and nothing changed. The
+        completions go in one statement per worker; a failure reads its job's attempts
+        first, for its retry's delay."""
         store = await self._store()
-        job = await store.get_job(job_id=lease.job_id)
+        applied: dict[Lease, tuple[OutcomeStatus | None, float | None]] = {}
+        completions = [i for i in items if isinstance(i, Completion)]
+        for worker_id, group in _by_worker([(c.lease, c.worker_id) for c in completions]).items():
+            results = {
+                str(c.lease.job_id): c.result
+                for c in completions
+                if c.worker_id == worker_id and c.result is not None
+            }
+            refused = await store.complete(
+                jobs=[lease.held() for lease in group], worker_id=worker_id,
+                status=JobStatus.COMPLETED, results=json.dumps(results) if results else None,
+            )  # fmt: skip
+            lost = {job.id for job in refused}
+            for lease in group:
+                applied[lease] = (None, None) if lease.job_id in lost else ("completed", None)
+        for failed in (i for i in items if isinstance(i, Failed)):
+            applied[failed.lease] = await self._fail(store, failed)
+        return applied
+
+    async def _fail(
+        self, store: Store, failed: Failed
+    ) -> tuple[OutcomeStatus | None, float | None]:
+        job = await store.get_job(job_id=failed.lease.job_id)
         if job is None:
-            raise JobNotFound(lease.job_id)
-        if discard or job.attempts >= job.max_attempts:
+            return None, None
+        if failed.discard or job.attempts >= job.max_attempts:
             delay = None
-        elif retry_in_seconds is not None:
-            delay = retry_in_seconds
+        elif failed.retry_in_seconds is not None:
+            delay = failed.retry_in_seconds
         else:
             settings = self._source.settings
             delay = ExponentialBackoff(settings.retry_delay, settings.retry_max_delay)(job.attempts)
-        failure = Failure(lease.held(), error, traceback, delay)
-        if await store.fail(failures=[failure], worker_id=worker_id):
-            raise LeaseLost(lease.job_id)
-        return delay
+        failure = Failure(failed.lease.held(), failed.error, failed.traceback, delay)
+        if await store.fail(failures=[failure], worker_id=failed.worker_id):
+            return None, None
+        if job.cancel_requested_at is not None:  # asked to stop: fail.sql ends it so
+            return "cancelled", None
+        return ("failed" if delay is None else "pending"), delay
+
+
+OutcomeStatus = Literal["completed", "pending", "failed", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    lease: Lease
+    worker_id: str
+    result: object
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    lease: Lease
+    worker_id: str
+    error: str
+    traceback: str | None
+    retry_in_seconds: float | None
+    discard: bool
+
+
+def _by_worker(leases: Sequence[tuple[Lease, str]]) -> dict[str, list[Lease]]:
+    grouped: dict[str, list[Lease]] = {}
+    for lease, worker_id in leases:
+        grouped.setdefault(worker_id, []).append(lease)
+    return grouped

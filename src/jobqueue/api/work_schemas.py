@@ -1,0 +1,206 @@
+"""What the HTTP worker protocol's routes take and answer (api/work_routes.py,
+docs/http-workers.md), each field with its bounds."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+from jobqueue.http_workers.leases import WORKER_NAME, Lease
+from jobqueue.model import fields
+
+MAX_CLAIM = 100  # jobs in one claim
+MAX_WAIT_SECONDS = 60.0  # a long poll's wait; under most proxies' idle timeouts
+MIN_LEASE_SECONDS, MAX_LEASE_SECONDS = 1.0, 3600.0
+
+
+def _lease(text: str) -> Lease:
+    lease = Lease.parse(text)
+    if lease is None:
+        raise ValueError("not a lease (give the `lease` a claim answered)")
+    return lease
+
+
+def _a_lease(text: str) -> str:
+    _lease(text)
+    return text
+
+
+LeaseText = Annotated[str, StringConstraints(max_length=200), AfterValidator(_a_lease)]
+WorkerName = Annotated[str, StringConstraints(pattern=f"^{WORKER_NAME.pattern}$")]
+QueueNameField = Annotated[str, StringConstraints(pattern=fields.QUEUE_PATTERN)]
+TypeName = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=fields.TYPE_MAX_LENGTH),
+    AfterValidator(fields.storable),
+]
+LeaseSeconds = Annotated[float, Field(ge=MIN_LEASE_SECONDS, le=MAX_LEASE_SECONDS)]
+StorableJson = Annotated[Any, AfterValidator(fields.storable_json)]
+
+
+class ClaimRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    worker: WorkerName = Field(description="The worker's name, as GET /workers shows it.")
+    queues: list[QueueNameField] = Field(
+        default_factory=lambda: ["default"], min_length=1, max_length=100,
+        description="The queues to claim from, in this order.",
+    )  # fmt: skip
+    types: list[TypeName] | None = Field(
+        default=None, min_length=1, max_length=1000,
+        description="Only jobs of these types (the types this worker has handlers for); "
+        "null: of every type.",
+    )  # fmt: skip
+    max: int = Field(default=1, ge=1, le=MAX_CLAIM, description="At most this many jobs.")
+    wait_seconds: float = Field(
+        default=0, ge=0, le=MAX_WAIT_SECONDS,
+        description="With nothing due, wait up to this long for a job (a long poll).",
+    )  # fmt: skip
+    lease_seconds: LeaseSeconds | None = Field(
+        default=None,
+        description="How long each job is held without a heartbeat; default "
+        "JOBQUEUE_LEASE_SECONDS.",
+    )
+
+
+class LeasedJob(BaseModel):
+    id: int
+    type: str
+    queue: str
+    payload: dict[str, Any]
+    attempt: int
+    max_attempts: int
+    lease: str = Field(description="Name it in every write about this job.")
+    lease_expires_at: datetime
+    trace_id: str | None
+    parent_results: dict[str, Any] | None = Field(
+        description="A workflow job's parents' results by their refs; null outside workflows."
+    )
+
+
+class ClaimAnswer(BaseModel):
+    jobs: list[LeasedJob]
+
+
+class ProgressIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    fraction: float | None = Field(default=None, ge=0, le=1)
+    message: (
+        Annotated[str, StringConstraints(max_length=1000), AfterValidator(fields.storable)] | None
+    ) = None
+
+
+class HeartbeatRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    lease: LeaseText
+    lease_seconds: LeaseSeconds | None = Field(
+        default=None, description="Renew for this long; default JOBQUEUE_LEASE_SECONDS."
+    )
+    progress: ProgressIn | None = None
+
+
+class HeartbeatAnswer(BaseModel):
+    lease_expires_at: datetime
+    cancel_requested: bool = Field(description="The job was asked to stop: end it soon.")
+
+
+class CompleteRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    lease: LeaseText
+    result: StorableJson = Field(default=None, description="Any JSON value, or null.")
+
+
+class ErrorIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: Annotated[
+        str, StringConstraints(min_length=1, max_length=200), AfterValidator(fields.storable)
+    ]
+    message: Annotated[str, StringConstraints(max_length=4000), AfterValidator(fields.storable)] = (
+        ""
+    )
+    traceback: (
+        Annotated[str, StringConstraints(max_length=100_000), AfterValidator(fields.storable)]
+        | None
+    ) = None
+
+
+class FailRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    lease: LeaseText
+    error: ErrorIn
+    retry_in_seconds: Annotated[float, Field(ge=0, le=fields.MAX_DELAY_SECONDS)] | None = Field(
+        default=None, description="Retry after this long; null: the default backoff."
+    )
+    discard: bool = Field(default=False, description="Fail for good, attempts left or not.")
+
+
+class Outcome(BaseModel):
+    id: int
+    status: Literal["completed", "pending", "failed", "cancelled"] = Field(
+        description="`completed`; or after a failure `pending` (retried), `failed`, or "
+        "`cancelled` (the job was asked to stop)."
+    )
+    retry_in_seconds: float | None = None
+
+
+MAX_BATCH = 1000  # leases or outcomes in one batch
+
+
+class HeartbeatsRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    leases: list[LeaseText] = Field(min_length=1, max_length=MAX_BATCH)
+    lease_seconds: LeaseSeconds | None = Field(
+        default=None, description="Renew each for this long; default JOBQUEUE_LEASE_SECONDS."
+    )
+
+
+class LeaseRenewal(BaseModel):
+    lease: str
+    ok: bool = Field(description="Renewed; false: the lease lost its job (nothing changed).")
+    lease_expires_at: datetime | None = None
+    cancel_requested: bool = False
+    detail: str | None = None
+
+
+class HeartbeatsAnswer(BaseModel):
+    leases: list[LeaseRenewal] = Field(description="One per lease, in the request's order.")
+
+
+class OutcomeIn(BaseModel):
+    """A completion (``result``), or with ``error`` a failure (``retry_in_seconds``,
+    ``discard``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lease: LeaseText
+    result: StorableJson = None
+    error: ErrorIn | None = None
+    retry_in_seconds: Annotated[float, Field(ge=0, le=fields.MAX_DELAY_SECONDS)] | None = None
+    discard: bool = False
+
+
+class OutcomesRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    outcomes: list[OutcomeIn] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class OutcomeApplied(BaseModel):
+    lease: str
+    ok: bool = Field(description="Applied; false: the lease lost its job (nothing changed).")
+    id: int
+    status: Literal["completed", "pending", "failed", "cancelled"] | None = None
+    retry_in_seconds: float | None = None
+    detail: str | None = None
+
+
+class OutcomesAnswer(BaseModel):
+    outcomes: list[OutcomeApplied] = Field(description="One per outcome, in the request's order.")
