@@ -353,3 +353,46 @@ async def test_batches_renew_and_end_many_jobs_each_answered(
             ids[2]: ("pending", None),  # retried
             ids[3]: ("cancelled", None),  # asked to stop: never retried
         }
+
+
+async def test_log_lines_are_kept_with_the_attempt_up_to_the_bound(
+    spawn: Spawn, env: dict[str, str], db: asyncpg.Connection, schema: str
+) -> None:
+    server = spawn(["api"], dict(env, JOBQUEUE_JOB_LOG_BYTES="1024"), name="api")
+    base = f"http://127.0.0.1:{env['PORT']}"
+    server.wait_http(base)
+    token = await make_token(db, schema, "logger", WORK)
+    async with httpx.AsyncClient(base_url=base) as client:
+        job_id = await enqueue(client, token, queue="images")
+        [job] = (await claim(client, token)).json()["jobs"]
+        path = f"/jobs/{job_id}/logs"
+        first = await client.post(
+            path, json={"lease": job["lease"], "lines": ["resizing a.png", "é ok"]},
+            headers=auth(token),
+        )  # fmt: skip
+        assert first.json() == {"truncated": False}
+        full = await client.post(
+            path, json={"lease": job["lease"], "lines": ["x" * 2000]}, headers=auth(token)
+        )
+        assert full.json() == {"truncated": True}
+        dropped = await client.post(
+            path, json={"lease": job["lease"], "lines": ["after the bound"]}, headers=auth(token)
+        )
+        assert dropped.json() == {"truncated": True}
+        attempts = (await client.get(f"/jobs/{job_id}/attempts", headers=auth(token))).json()
+        [attempt] = attempts["attempts"]
+        log = attempt["log"]
+        assert log.splitlines()[0].endswith(" info resizing a.png")
+        assert log.splitlines()[1].endswith(" info é ok")
+        assert log.endswith("log truncated: more than 1024 bytes (JOBQUEUE_JOB_LOG_BYTES)\n")
+        assert "after the bound" not in log
+        assert attempt["log_truncated"] is True
+        assert len(log.encode()) <= 1024 + 100  # the bound, and its marker line
+
+        await client.post(
+            f"/jobs/{job_id}/complete", json={"lease": job["lease"]}, headers=auth(token)
+        )
+        late = await client.post(
+            path, json={"lease": job["lease"], "lines": ["late"]}, headers=auth(token)
+        )
+        assert late.status_code == 409

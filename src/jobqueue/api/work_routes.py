@@ -30,6 +30,8 @@ from jobqueue.api.work_schemas import (
     HeartbeatsRequest,
     LeasedJob,
     LeaseRenewal,
+    LogsAnswer,
+    LogsRequest,
     Outcome,
     OutcomeApplied,
     OutcomesAnswer,
@@ -181,6 +183,27 @@ async def fail(
     )  # fmt: skip
     status, delay = await jobqueue(request).http_workers.fail(given)
     return Outcome(id=job_id, status=status, retry_in_seconds=delay)
+
+
+@router.post(
+    "/jobs/{job_id}/logs",
+    response_model=LogsAnswer,
+    summary="Add lines to a leased job's log",
+    responses=declare(BODY, INVALID, LEASE_LOST, UNAVAILABLE),
+)
+async def logs(
+    request: Request,
+    who: Annotated[Principal, require(Scope.WORK)],
+    job_id: JobId,
+    given: Annotated[LogsRequest, Body()],
+) -> LogsAnswer:
+    """The lines kept with the attempt, each stamped with the time it arrived, as a
+    Python handler's `ctx.log` lines are (`GET /jobs/{id}/attempts`, `jobqueue jobs
+    logs`), up to JOBQUEUE_JOB_LOG_BYTES an attempt."""
+    lease = _leased(given.lease, job_id)
+    workers = jobqueue(request).http_workers
+    truncated = await workers.log(lease, worker_id(who, lease.worker), given.lines)
+    return LogsAnswer(truncated=truncated)
 
 
 def _leased(text: str, job_id: int) -> Lease:

@@ -150,7 +150,22 @@ class Outcome(BaseModel):
     retry_in_seconds: float | None = None
 
 
-MAX_BATCH = 1000  # leases or outcomes in one batch
+MAX_BATCH = 1000  # leases, outcomes or log lines in one call
+
+
+class LogsRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    lease: LeaseText
+    lines: list[
+        Annotated[str, StringConstraints(max_length=16_000), AfterValidator(fields.storable)]
+    ] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class LogsAnswer(BaseModel):
+    truncated: bool = Field(
+        description="The attempt's log reached JOBQUEUE_JOB_LOG_BYTES: later lines are dropped."
+    )
 
 
 class HeartbeatsRequest(BaseModel):

@@ -79,6 +79,7 @@ class Queries:
     get_job: str
     job_attempts: str
     job_log_append: str
+    job_log_size: str
     jobs_changed_since: str
     jobs_count_bounded: str
     jobs_due_or_running: str

@@ -346,6 +346,12 @@ class Store(ProcessQueries, WorkflowQueries, QueueQueries, AdminQueries, QueryBa
         )
         return len(rows)
 
+    async def job_log_size(self, *, job_id: int) -> tuple[int, bool]:
+        """The bytes the running attempt of ``job_id`` has logged, and whether its log
+        was cut at its bound; (0, False) before its first line."""
+        row = await self.db.fetchrow(self._q.job_log_size, job_id)
+        return (0, False) if row is None else (row["size"], row["truncated"])
+
     # -- reading jobs ------------------------------------------------------------------
 
     async def get_job(self, *, job_id: int) -> Job | None:

@@ -22,11 +22,12 @@ from typing import Literal, Protocol
 
 from jobqueue.config import Settings
 from jobqueue.db.listener import Listener
-from jobqueue.db.records import ClaimedJob, Failure, ParentResult, ProgressReport
+from jobqueue.db.records import ClaimedJob, Failure, LogChunk, ParentResult, ProgressReport
 from jobqueue.db.store import Store
 from jobqueue.http_workers.leases import Lease
 from jobqueue.logs import get_logger
 from jobqueue.model.job import JobStatus
+from jobqueue.observability import joblogs
 from jobqueue.retry import ExponentialBackoff
 from jobqueue.worker import limited_claim
 
@@ -209,6 +210,25 @@ class HttpWorkers:
             await store.progress(reports=[report], worker_id=worker_id)
         await store.worker_heartbeat(worker_id=worker_id)
         return Renewed(cancel_requested=lease.job_id in renewal.cancel_requested)
+
+    async def log(self, lease: Lease, worker_id: str, lines: Sequence[str]) -> bool:
+        """Append ``lines`` to the attempt's log, each stamped as a Python handler's
+        ``ctx.log`` line is, up to JOBQUEUE_JOB_LOG_BYTES an attempt (then a marker line
+        ends it, and later lines are dropped). Returns whether the log is cut."""
+        store = await self._store()
+        used, truncated = await store.job_log_size(job_id=lease.job_id)
+        limit = self._source.settings.job_log_bytes
+        stamp = joblogs.now()
+        text = "".join(f"{stamp} info {line}\n" for line in lines)
+        data = text.encode()
+        if truncated:
+            text = ""
+        elif used + len(data) > limit:
+            text, truncated = joblogs.cut(data, used, limit), True
+        chunk = LogChunk(lease.held(), text, truncated)
+        if not await store.job_log_append(chunks=[chunk], worker_id=worker_id):
+            raise LeaseLost(lease.job_id)
+        return truncated
 
     async def heartbeats(
         self, leases: Sequence[tuple[Lease, str]], lease_seconds: float

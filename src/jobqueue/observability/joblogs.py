@@ -53,6 +53,13 @@ def marker(limit: int) -> str:
     return f"[jobqueue] log truncated: more than {limit} bytes (JOBQUEUE_JOB_LOG_BYTES)\n"
 
 
+def cut(data: bytes, used: int, limit: int) -> str:
+    """The part of ``data`` (UTF-8) that fits after ``used`` bytes of a log bounded at
+    ``limit``, whole characters only, and the marker line that ends the log."""
+    kept = data[: max(limit - used, 0)].decode(errors="ignore")
+    return kept + ("" if not kept or kept.endswith("\n") else "\n") + marker(limit)
+
+
 _second: tuple[int, str] = (-1, "")  # the last second formatted, and its text
 
 
@@ -94,8 +101,7 @@ class Capture:
         data = text.encode()
         limit = self._writer.limit
         if self.used + len(data) > limit:
-            kept = data[: limit - self.used].decode(errors="ignore")
-            text = kept + ("" if not kept or kept.endswith("\n") else "\n") + marker(limit)
+            text = cut(data, self.used, limit)
             self.truncated = True
             data = text.encode()
         self.used += len(data)
