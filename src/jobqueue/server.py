@@ -173,6 +173,7 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
             await worker.stop(force)
         if http is not None and http_task is not None:
             app.state.stopping.set()
+            jq.http_workers.stop()  # waiting claims answer now, not at the grace's end
             http.should_exit = True
             http.force_exit = force.is_set()
             await http_task

@@ -396,3 +396,21 @@ async def test_log_lines_are_kept_with_the_attempt_up_to_the_bound(
             path, json={"lease": job["lease"], "lines": ["late"]}, headers=auth(token)
         )
         assert late.status_code == 409
+
+
+async def test_a_waiting_claim_answers_at_once_when_the_api_stops(
+    api: tuple[str, Process], db: asyncpg.Connection, schema: str
+) -> None:
+    base, server = api
+    token = await make_token(db, schema, "stopper", WORK)
+    async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+        waiting = asyncio.create_task(claim(client, token, wait_seconds=30))
+        await registered(client, token, "http:stopper:w1")
+        started = time.monotonic()
+        stopping = asyncio.get_running_loop().run_in_executor(None, server.stop)
+        answer = await waiting
+        assert (answer.status_code, answer.json()) == (200, {"jobs": []})
+        assert await stopping == 0
+        # Its client claims again elsewhere at once, rather than after the 30 s wait or
+        # the server's shutdown grace (which would have cut it off with a 500).
+        assert time.monotonic() - started < 15

@@ -93,6 +93,7 @@ class HttpWorkers:
         self._source = source
         self._listener: asyncio.Task[None] | None = None
         self._waiting: set[asyncio.Event] = set()
+        self._stopping = False
 
     async def _store(self) -> Store:
         return await self._source.store()
@@ -112,7 +113,7 @@ class HttpWorkers:
                 woken.clear()
                 jobs = await self._claim_once(store, order)
                 remaining = deadline - time.monotonic()
-                if jobs or remaining <= 0 or await gone():
+                if jobs or remaining <= 0 or self._stopping or await gone():
                     break
                 self._listen(store)
                 with contextlib.suppress(TimeoutError):
@@ -180,6 +181,13 @@ class HttpWorkers:
     def _woken(self, queue: str | None) -> None:
         for event in self._waiting:
             event.set()
+
+    def stop(self) -> None:
+        """The process is stopping: waiting claims answer now (with what they have),
+        so that their clients claim again from another process, and none waits from
+        here on."""
+        self._stopping = True
+        self._woken(None)
 
     async def close(self) -> None:
         if self._listener is not None:
