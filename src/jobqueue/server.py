@@ -127,6 +127,8 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
             await worker.start()
         if metrics is not None:
             metrics.watch(pool, worker, jq.clock)
+            if roles.api:
+                metrics.watch_http_workers(jq.http_workers)
         http: HttpServer | None = None
         http_task = None
         if sock is not None:

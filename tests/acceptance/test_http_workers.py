@@ -3,7 +3,7 @@ leases, waits for one when nothing is due and is woken by its enqueue; complete 
 fail end the attempt; a lease that lost its job (rescued and claimed again, or used
 under another token) is refused with 409 and changes nothing; the scope and a token's
 queues bound what may be claimed; bad input is a 422 naming the field; a client gone
-mid-wait leaves no job claimed."""
+mid-wait leaves no job claimed; the metrics count their outcomes as a worker's."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from jobqueue.db.store import Store
 from tests.acceptance.test_auth import make_token
+from tests.acceptance.test_metrics import promtool_check_metrics
 from tests.conftest import Process, Spawn
 
 pytestmark = pytest.mark.anyio
@@ -414,3 +416,43 @@ async def test_a_waiting_claim_answers_at_once_when_the_api_stops(
         # Its client claims again elsewhere at once, rather than after the 30 s wait or
         # the server's shutdown grace (which would have cut it off with a 500).
         assert time.monotonic() - started < 15
+
+
+async def test_the_metrics_count_http_workers_outcomes_as_a_workers(
+    api: tuple[str, Process], db: asyncpg.Connection, schema: str
+) -> None:
+    base, _ = api
+    token = await make_token(db, schema, "counted", [*WORK, "metrics:read"])
+    async with httpx.AsyncClient(base_url=base) as client:
+        for _ in range(3):
+            await enqueue(client, token, queue="images", max_attempts=1)
+        jobs = (await claim(client, token, max=3, types=["resize"])).json()["jobs"]
+        outcomes = [
+            {"lease": jobs[0]["lease"], "result": 1},
+            {"lease": jobs[1]["lease"], "result": 2},
+            {"lease": jobs[2]["lease"], "error": {"type": "Boom"}},
+        ]
+        await client.post("/outcomes", json={"outcomes": outcomes}, headers=auth(token))
+        labels = {"queue": "images", "type": "resize"}
+        deadline = time.monotonic() + 20
+        while True:  # the metrics add ended attempts up four times a second
+            text = (await client.get("/metrics", headers=auth(token))).text
+            finished = {
+                s.labels["outcome"]: s.value
+                for family in text_string_to_metric_families(text)
+                for s in family.samples
+                if s.name == "jobqueue_jobs_finished_total" and labels.items() <= s.labels.items()
+            }
+            if finished or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.1)
+        assert finished == {"completed": 2.0, "failed": 1.0}
+        durations = [
+            s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.name == "jobqueue_job_duration_seconds_count"
+            and labels.items() <= s.labels.items()
+        ]
+        assert durations == [3.0]
+        promtool_check_metrics(text)

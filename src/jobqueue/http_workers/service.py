@@ -18,7 +18,8 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol
 
 from jobqueue.config import Settings
 from jobqueue.db.listener import Listener
@@ -32,6 +33,11 @@ from jobqueue.retry import ExponentialBackoff
 from jobqueue.worker import limited_claim
 
 log = get_logger("jobqueue.api")
+
+# Types named in the metrics by this process, at most (the rest are "other"), and the
+# claimed jobs remembered for their outcomes' metrics, at most.
+ANNOUNCED_TYPES = 100
+CLAIMED_KEPT = 100_000
 
 # How often a waiting claim looks for a gone client, and for due jobs when no NOTIFY
 # can come (poll-only, or a job falling due at its run_at, which nothing announces).
@@ -94,6 +100,13 @@ class HttpWorkers:
         self._listener: asyncio.Task[None] | None = None
         self._waiting: set[asyncio.Event] = set()
         self._stopping = False
+        # For the metrics, when this process exports them (watch_http_workers): each
+        # ended attempt as a Python worker's executor logs it (queue, type, run_at,
+        # outcome, monotonic start and end), the jobs this process claimed, and the
+        # types workers announced here (named in the metrics; at most ANNOUNCED_TYPES).
+        self.attempt_log: list[Any] | None = None
+        self._claimed: dict[int, tuple[str, str, datetime, float]] = {}
+        self.announced_types: dict[str, None] = {}
 
     async def _store(self) -> Store:
         return await self._source.store()
@@ -120,9 +133,12 @@ class HttpWorkers:
                     await asyncio.wait_for(woken.wait(), min(remaining, CHECK_SECONDS))
         finally:
             self._waiting.discard(woken)
+        if jobs and self.attempt_log is not None:
+            self._claimed_now(jobs, order.types)
         if await gone():
             if jobs:
                 await store.release(jobs=jobs, worker_id=order.worker_id)
+                await self._ended(store, [(job.id, "released") for job in jobs])
             log.info("claim abandoned: its client went away", worker=order.worker_id,
                      handed_back=len(jobs))  # fmt: skip
             return []
@@ -171,6 +187,34 @@ class HttpWorkers:
             types=order.types or [],
             any_type=order.types is None,
         )
+
+    def _claimed_now(self, jobs: Sequence[ClaimedJob], types: Sequence[str] | None) -> None:
+        started = time.monotonic()
+        for job in jobs:
+            self._claimed[job.id] = (job.queue, job.type, job.run_at, started)
+        for name in types or [job.type for job in jobs]:
+            if len(self.announced_types) < ANNOUNCED_TYPES:
+                self.announced_types[name] = None
+        while len(self._claimed) > CLAIMED_KEPT:  # outcomes that never came
+            del self._claimed[next(iter(self._claimed))]
+
+    async def _ended(self, store: Store, ended: Sequence[tuple[int, Attempted]]) -> None:
+        """The attempts ended here, for the metrics: a job claimed through another
+        process is read back for its queue, type and start."""
+        log = self.attempt_log
+        if log is None:
+            return
+        end = time.monotonic()
+        for job_id, outcome in ended:
+            claimed = self._claimed.pop(job_id, None)
+            if claimed is None:
+                job = await store.get_job(job_id=job_id)
+                if job is None or job.started_at is None:
+                    continue
+                ran = (datetime.now(UTC) - job.started_at).total_seconds()
+                claimed = (job.queue, job.type, job.run_at, end - max(ran, 0.0))
+            queue, type_, run_at, started = claimed
+            log.extend((queue, type_, run_at, outcome, started, end))
 
     def _listen(self, store: Store) -> None:
         """The process's one LISTEN of new jobs, started by the first claim to wait."""
@@ -296,6 +340,8 @@ class HttpWorkers:
             lost = {job.id for job in refused}
             for lease in group:
                 applied[lease] = (None, None) if lease.job_id in lost else ("completed", None)
+            await self._ended(store, [(lease.job_id, "completed") for lease in group
+                                      if lease.job_id not in lost])  # fmt: skip
         for failed in (i for i in items if isinstance(i, Failed)):
             applied[failed.lease] = await self._fail(store, failed)
         return applied
@@ -317,11 +363,18 @@ class HttpWorkers:
         if await store.fail(failures=[failure], worker_id=failed.worker_id):
             return None, None
         if job.cancel_requested_at is not None:  # asked to stop: fail.sql ends it so
+            await self._ended(store, [(job.id, "cancelled")])
             return "cancelled", None
+        attempted: Attempted = (
+            "retried" if delay is not None else "discarded" if failed.discard else "failed"
+        )
+        await self._ended(store, [(job.id, attempted)])
         return ("failed" if delay is None else "pending"), delay
 
 
 OutcomeStatus = Literal["completed", "pending", "failed", "cancelled"]
+# How an attempt ended, as the metrics count it (jobqueue.observability.attempts).
+Attempted = Literal["completed", "retried", "failed", "discarded", "cancelled", "released"]
 
 
 @dataclass(frozen=True, slots=True)

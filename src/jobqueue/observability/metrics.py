@@ -132,6 +132,16 @@ class ProcessMetrics:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="metrics")
 
+    def watch_http_workers(self, http_workers: Any) -> None:
+        """Count the attempts HTTP workers end through this process
+        (jobqueue.http_workers.service.HttpWorkers: not imported, which imports the
+        worker) as a worker's executor's are, their types named as they announce them."""
+        attempts = AttemptLog(http_workers.announced_types)
+        http_workers.attempt_log = attempts.entries
+        self._attempts.append(attempts)
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="metrics")
+
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
