@@ -78,6 +78,25 @@ def test_the_api_serves_as_the_api_role(
         assert client.get("/queues").json()["queues"][0]["pending"] == 4
         assert client.get("/workers").status_code == 200
         assert client.get("/readyz").status_code == 200
+        # An HTTP worker's whole loop, a limited queue's claim among it.
+        limited = client.patch("/queues/images", json={"rate_limit": "100/s"})
+        assert limited.status_code == 200, api.output
+        ids = [client.post("/jobs", json={"type": "resize", "queue": q}).json()["id"]
+               for q in ("images", "default")]  # fmt: skip
+        claim = {"worker": "w1", "queues": ["images", "default"], "max": 10}
+        claimed = client.post("/claims", json=claim)
+        assert claimed.status_code == 200, api.output
+        jobs = {j["id"]: j for j in claimed.json()["jobs"]}
+        assert set(ids) <= set(jobs), jobs
+        images, other = jobs[ids[0]], jobs[ids[1]]
+        for path, body in (
+            (f"/jobs/{ids[0]}/heartbeat", {"lease": images["lease"], "progress": {"fraction": 1}}),
+            (f"/jobs/{ids[0]}/logs", {"lease": images["lease"], "lines": ["resized"]}),
+            (f"/jobs/{ids[0]}/complete", {"lease": images["lease"], "result": {"ok": True}}),
+            (f"/jobs/{ids[1]}/fail", {"lease": other["lease"], "error": {"type": "Boom"}}),
+        ):
+            assert client.post(path, json=body).status_code == 200, (path, api.output)
+        assert "http:anonymous:w1" in [w["id"] for w in client.get("/workers").json()]
     assert api.stop() == 0
     assert "permission denied" not in api.output, api.output
 

@@ -46,12 +46,14 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         "workflow_edges": "SELECT, DELETE",  # parents' results; retention
     },
     "api": {
-        "jobs": "SELECT, INSERT, UPDATE",  # enqueue, cancel, retry
-        "job_attempts": "SELECT",
-        "job_logs": "SELECT",
-        "workers": "SELECT",
+        "jobs": "SELECT, INSERT, UPDATE",  # enqueue, cancel, retry; HTTP workers' claims
+        # Workers over HTTP (docs/http-workers.md): a failed attempt's history, their
+        # log lines, their worker rows.
+        "job_attempts": "SELECT, INSERT",
+        "job_logs": "SELECT, INSERT, UPDATE",
+        "workers": "SELECT, INSERT, UPDATE",
         "queues": "SELECT, INSERT, UPDATE",  # pause, resume, limits
-        "queue_starts": "SELECT",  # a rate limit's use (GET /queues)
+        "queue_starts": "SELECT, INSERT, DELETE",  # a rate limit's use; HTTP workers' limited claims
         "queue_totals": "SELECT",
         "queue_count_changes": "SELECT",
         "api_tokens": "SELECT, INSERT, UPDATE",  # checked, created, revoked
