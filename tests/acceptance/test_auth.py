@@ -55,7 +55,7 @@ class Tokens:
 async def tokens(db: asyncpg.Connection, schema: str) -> Tokens:
     everything = [
         "jobs:enqueue", "jobs:read", "payloads:read", "jobs:control", "queues:control",
-        "metrics:read",
+        "metrics:read", "jobs:work",
     ]  # fmt: skip
     made = Tokens(
         admin=await make_token(db, schema, "admin", ["admin"]),
@@ -90,6 +90,14 @@ BODIES: dict[tuple[str, str], Any] = {
     ("post", "/jobs/retry"): {},
     ("patch", "/queues/{name}"): {"global_limit": 5},
     ("post", "/workflows"): {"jobs": [{"ref": "a", "type": "noop"}]},
+    # A worker over HTTP's, with a lease no claim handed out ({id}: the pending job's).
+    ("post", "/claims"): {"worker": "w1", "queues": ["default"]},
+    ("post", "/jobs/{job_id}/heartbeat"): {"lease": "{id}.1.w1"},
+    ("post", "/jobs/{job_id}/complete"): {"lease": "{id}.1.w1"},
+    ("post", "/jobs/{job_id}/fail"): {"lease": "{id}.1.w1", "error": {"type": "E"}},
+    ("post", "/jobs/{job_id}/logs"): {"lease": "{id}.1.w1", "lines": ["x"]},
+    ("post", "/heartbeats"): {"leases": ["{id}.1.w1"]},
+    ("post", "/outcomes"): {"outcomes": [{"lease": "{id}.1.w1"}]},
 }
 
 # What the token restricted to queue "other" gets on a job or queue of "default":
@@ -107,6 +115,13 @@ OTHER_QUEUE = {
     ("post", "/workflows"): 403,
     ("get", "/workflows/{id}"): 404,  # no workflow has the id of the job used
     ("post", "/workflows/{id}/cancel"): 404,
+    # A claim names its queues; a lease that holds nothing is refused (the batches
+    # answer each lease, refused).
+    ("post", "/claims"): 403,
+    ("post", "/jobs/{job_id}/heartbeat"): 409,
+    ("post", "/jobs/{job_id}/complete"): 409,
+    ("post", "/jobs/{job_id}/fail"): 409,
+    ("post", "/jobs/{job_id}/logs"): 409,
 }
 
 
@@ -144,14 +159,17 @@ async def test_every_route_refuses_each_bad_token_and_changes_nothing(
     async with httpx.AsyncClient(base_url=base, timeout=30) as client:
 
         async def call(method: str, path: str, token: str | None) -> httpx.Response:
-            url = path.replace("{id}", str(pending)).replace("{name}", "default")
+            url = (
+                path.replace("{id}", str(pending))
+                .replace("{job_id}", str(pending))
+                .replace("{name}", "default")
+            )
             headers = {"Content-Type": "application/json"}
             if token is not None:
                 headers["Authorization"] = token
             body = BODIES.get((method, path))
-            return await client.request(
-                method, url, headers=headers, content=None if body is None else json.dumps(body)
-            )
+            text = None if body is None else json.dumps(body).replace("{id}", str(pending))
+            return await client.request(method, url, headers=headers, content=text)
 
         for method, path, scope in operations:
             where = f"{method.upper()} {path}"

@@ -212,6 +212,13 @@ JSON_BODIES = {
     ("patch", "/queues/{name}"): {"global_limit": 5},
     ("post", "/workflows"): {"jobs": [{"ref": "a", "type": "noop"}]},
     ("post", "/tokens"): {"name": "t", "scopes": ["jobs:read"]},
+    ("post", "/claims"): {"worker": "w"},
+    ("post", "/jobs/{job_id}/heartbeat"): {"lease": "1.1.w"},
+    ("post", "/jobs/{job_id}/complete"): {"lease": "1.1.w"},
+    ("post", "/jobs/{job_id}/fail"): {"lease": "1.1.w", "error": {"type": "E"}},
+    ("post", "/jobs/{job_id}/logs"): {"lease": "1.1.w", "lines": ["x"]},
+    ("post", "/heartbeats"): {"leases": ["1.1.w"]},
+    ("post", "/outcomes"): {"outcomes": [{"lease": "1.1.w"}]},
 }
 
 
@@ -243,7 +250,10 @@ async def test_a_body_that_is_not_json_is_a_415_on_every_route_with_a_body(
     for (method, path), body in JSON_BODIES.items():
         headers = {} if content_type is None else {"content-type": content_type}
         r = await client.request(
-            method, path.replace("{name}", "mail"), content=json.dumps(body), headers=headers
+            method,
+            path.replace("{name}", "mail").replace("{job_id}", "1"),
+            content=json.dumps(body),
+            headers=headers,
         )
         where = f"{method} {path}"
         assert r.status_code == 415, (where, r.text)
@@ -316,6 +326,25 @@ async def test_unknown_type_is_accepted_when_the_api_runs_without_workers(
     ) as c:
         r = await c.post("/jobs", json={"type": "handled_elsewhere"})
     assert r.status_code == 201
+
+
+async def test_a_type_a_live_http_worker_serves_is_accepted_in_its_queue(
+    client: httpx.AsyncClient,
+) -> None:
+    """Where the API runs workers (it checks types), a type no task here handles is
+    accepted once a live worker announces it: a worker over HTTP does when it claims."""
+    resize = {"type": "resize", "queue": "images"}
+    assert (await client.post("/jobs", json=resize)).status_code == 422
+    claim = {"worker": "ts-1", "queues": ["images"], "types": ["resize"]}
+    assert (await client.post("/claims", json=claim)).json() == {"jobs": []}
+    assert (await client.post("/jobs", json=resize)).status_code == 201
+    batch = {"jobs": [resize, {"type": "noop"}]}
+    assert (await client.post("/jobs/batch", json=batch)).status_code == 201
+    elsewhere = await client.post("/jobs", json={"type": "resize", "queue": "other"})
+    assert elsewhere.status_code == 422
+    assert "no live worker of its queue announces one" in elsewhere.text
+    workflow = {"jobs": [{"ref": "a", **resize}, {"ref": "b", "type": "noop", "depends_on": ["a"]}]}
+    assert (await client.post("/workflows", json=workflow)).status_code == 201
 
 
 async def test_batch_stores_every_job_in_order(client: httpx.AsyncClient) -> None:

@@ -10,6 +10,7 @@ store through ``enqueue_one`` and ``enqueue_batch``; POST /workflows
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 from fastapi import HTTPException
 
@@ -39,7 +40,8 @@ async def enqueue_one(
 ) -> tuple[Job, bool]:
     """POST /jobs once its request is parsed: the job, and whether it is new. Raises
     the HTTPException to answer (IdempotentJobGone: the 410, see api/errors.py)."""
-    problems = check(jq, check_types, new, ["body"])
+    served = await announced(jq, [new]) if check_types and new.type not in jq.tasks else NONE
+    problems = check(jq, check_types, new, ["body"], served)
     if problems:
         raise HTTPException(problems_status(problems), detail=problems)
     refused = access.may_enqueue(who, queue=queue_of(jq, new), type=new.type, field="body")
@@ -79,10 +81,11 @@ async def enqueue_batch(
     trace: dict[str, str | None],
 ) -> list[int]:
     """POST /jobs/batch once its request is parsed: the new jobs' ids."""
+    served = await announced(jq, batch.jobs) if check_types else NONE
     problems = [
         problem
         for i, new in enumerate(batch.jobs)
-        for problem in check(jq, check_types, new, ["body", "jobs", i])
+        for problem in check(jq, check_types, new, ["body", "jobs", i], served)
     ]
     if problems:
         raise HTTPException(problems_status(problems), detail=problems)
@@ -94,11 +97,31 @@ async def enqueue_batch(
     return await jq.enqueue_jobs(batch.jobs, headers=trace)
 
 
+NONE: frozenset[tuple[str, str]] = frozenset()
+
+
+async def announced(jq: JobQueue, news: Iterable[NewJob]) -> frozenset[tuple[str, str]]:
+    """The (queue, type) pairs of ``news`` with no task here that a live worker
+    announces (a worker over HTTP names the types it serves when it claims; another
+    process's Python worker names its tasks'): their jobs are accepted too. A query
+    per queue, only for types this process has no task for."""
+    unknown = {(queue_of(jq, new), new.type) for new in news if new.type not in jq.tasks}
+    served: set[tuple[str, str]] = set()
+    for queue in {queue for queue, _ in unknown}:
+        served.update((queue, type_) for type_ in await jq.inspect.handled_types(queue))
+    return frozenset(unknown & served)
+
+
 def check(
-    jq: JobQueue, check_types: bool, new: NewJob, loc: list[str | int]
+    jq: JobQueue,
+    check_types: bool,
+    new: NewJob,
+    loc: list[str | int],
+    served: frozenset[tuple[str, str]] = NONE,
 ) -> list[dict[str, object]]:
-    """What the model cannot check alone: the payload's size and the type's handler, and
-    in a batch, that no job has a unique key."""
+    """What the model cannot check alone: the payload's size and the type's handler (a
+    task here, or a live worker's, ``served``), and in a batch, that no job has a
+    unique key."""
     problems = []
     if "jobs" in loc and new.unique_key is not None:
         problems.append(
@@ -124,12 +147,13 @@ def check(
             problems.extend(
                 field_error([*loc, "payload", *e["loc"]], e["msg"], e["type"]) for e in exc.errors
             )
-    if check_types and task is None:
+    if check_types and task is None and (queue_of(jq, new), new.type) not in served:
         known = ", ".join(sorted(jq.tasks)) or "none"
         problems.append(
             field_error(
                 [*loc, "type"],
-                f"no handler is registered for type {new.type!r}; known types: {known}",
+                f"no handler is registered for type {new.type!r}, and no live worker of its "
+                f"queue announces one; known types: {known}",
                 "unknown_type",
             )
         )

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Body, HTTPException, Path, Request
 from pydantic import BaseModel
 
 from jobqueue.api.errors import field_error
-from jobqueue.api.new_jobs import check, problems_status, queue_of
+from jobqueue.api.new_jobs import NONE, announced, check, problems_status, queue_of
 from jobqueue.api.responses import (
     BODY,
     ENQUEUE_UNAVAILABLE,
@@ -91,15 +91,18 @@ async def create_workflow(
     a `ref` and the refs it `depends_on`; a job with parents waits `blocked` until they
     have ended (docs/workflows.md)."""
     jq = jobqueue(request)
+    check_types = request.app.state.check_types
+    served = await announced(jq, spec.jobs) if check_types else NONE
     problems = [
         problem
         for i, new in enumerate(spec.jobs)
         # A workflow job may have a unique key, unlike a batch's (check refuses those).
         for problem in check(
             jq,
-            request.app.state.check_types,
+            check_types,
             new.model_copy(update={"unique_key": None}),
             ["body", "jobs", i],
+            served,
         )
     ]
     if problems:

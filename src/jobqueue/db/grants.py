@@ -53,7 +53,7 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         "job_logs": "SELECT, INSERT, UPDATE",
         "workers": "SELECT, INSERT, UPDATE",
         "queues": "SELECT, INSERT, UPDATE",  # pause, resume, limits
-        "queue_starts": "SELECT, INSERT, DELETE",  # a rate limit's use; HTTP workers' limited claims
+        "queue_starts": "SELECT, INSERT, DELETE",  # rate use; HTTP workers' limited claims
         "queue_totals": "SELECT",
         "queue_count_changes": "SELECT",
         "api_tokens": "SELECT, INSERT, UPDATE",  # checked, created, revoked
