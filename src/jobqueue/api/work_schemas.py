@@ -28,7 +28,12 @@ def _a_lease(text: str) -> str:
     return text
 
 
-LeaseText = Annotated[str, StringConstraints(max_length=200), AfterValidator(_a_lease)]
+# The lease's form (leases.py), so that the document says what a lease looks like; the
+# validator parses it too.
+LEASE_PATTERN = r"^\d{1,19}\.\d{1,19}\.[A-Za-z0-9][A-Za-z0-9._:@-]{0,99}$"
+LeaseText = Annotated[
+    str, StringConstraints(max_length=200, pattern=LEASE_PATTERN), AfterValidator(_a_lease)
+]
 WorkerName = Annotated[str, StringConstraints(pattern=f"^{WORKER_NAME.pattern}$")]
 QueueNameField = Annotated[str, StringConstraints(pattern=fields.QUEUE_PATTERN)]
 TypeName = Annotated[
