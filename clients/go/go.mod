@@ -1,0 +1,3 @@
+module jobqueue
+
+go 1.19

@@ -1,0 +1,315 @@
+package jobqueue
+
+// Against a live `jobqueue api`: JOBQUEUE_URL, and JOBQUEUE_TOKEN, a token with the
+// scopes jobs:work, jobs:enqueue, jobs:read, payloads:read and jobs:control;
+// JOBQUEUE_READ_TOKEN, one with jobs:read only, for the 403. Skipped when they are
+// unset (tests/acceptance/test_go_client.py sets them).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func live(t *testing.T) (*Client, string) {
+	t.Helper()
+	url, token := os.Getenv("JOBQUEUE_URL"), os.Getenv("JOBQUEUE_TOKEN")
+	if url == "" || token == "" {
+		t.Skip("JOBQUEUE_URL and JOBQUEUE_TOKEN are unset: no live server to test against")
+	}
+	// A queue of the test's own: the tests share one server.
+	queue := fmt.Sprintf("go-%d-%d", time.Now().UnixNano()%1e9, rand.Intn(1e6))
+	return NewClient(url, token), queue
+}
+
+// liveWorker runs a worker on queue until the test ends.
+func liveWorker(t *testing.T, client *Client, queue string, handlers map[string]HandlerFunc) *Worker {
+	t.Helper()
+	w := NewWorker(WorkerConfig{
+		Client: client, Name: "go-test-" + strings.ReplaceAll(t.Name(), "/", "-"), Queues: []string{queue},
+		Concurrency: 4, LeaseSeconds: 3, WaitSeconds: 5, GracePeriod: time.Second, Logger: quiet(),
+	})
+	for name, h := range handlers {
+		w.Handle(name, h)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	})
+	return w
+}
+
+func waitFor(t *testing.T, client *Client, id int64) *Job {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	job, err := client.Wait(ctx, id)
+	if err != nil {
+		t.Fatalf("job %d: %v (last seen %+v)", id, err, job)
+	}
+	return job
+}
+
+func TestLiveEnqueueGetAndIdempotency(t *testing.T) {
+	client, queue := live(t)
+	ctx := context.Background()
+	job, err := client.Enqueue(ctx, "resize", map[string]string{"path": "a.png"}, &EnqueueOptions{
+		Queue: queue, Priority: Priority(3), MaxAttempts: 5, DelaySeconds: 3600,
+		IdempotencyKey: queue + "-order-7",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !job.Created || job.ID == 0 || job.Status != Pending || job.Queue != queue || job.MaxAttempts != 5 ||
+		job.Priority != 3 || !job.RunAt.After(time.Now().Add(59*time.Minute)) {
+		t.Fatalf("%+v", job)
+	}
+	again, err := client.Enqueue(ctx, "resize", map[string]string{"path": "a.png"}, &EnqueueOptions{
+		Queue: queue, Priority: Priority(3), MaxAttempts: 5, DelaySeconds: 3600,
+		IdempotencyKey: queue + "-order-7",
+	})
+	if err != nil || again.ID != job.ID || again.Created {
+		t.Fatalf("the same key is the same job: %+v %v", again, err)
+	}
+	_, err = client.Enqueue(ctx, "other", nil, &EnqueueOptions{Queue: queue, IdempotencyKey: queue + "-order-7"})
+	var refused *Error
+	if !errors.As(err, &refused) || refused.Status != 422 || !refused.HasField("Idempotency-Key") {
+		t.Fatalf("a key reused for another request: %v", err)
+	}
+	got, err := client.Get(ctx, job.ID)
+	if err != nil || got.ID != job.ID || string(got.Payload) != `{"path":"a.png"}` && string(got.Payload) != `{"path": "a.png"}` {
+		t.Fatalf("%+v %v", got, err)
+	}
+	var p struct{ Path string }
+	if err := got.Decode(&p); err != nil || p.Path != "a.png" {
+		t.Fatalf("%+v %v", p, err)
+	}
+	unique, err := client.Enqueue(ctx, "resize", nil, &EnqueueOptions{Queue: queue, UniqueKey: queue, DelaySeconds: 60})
+	if err != nil || !unique.Created {
+		t.Fatalf("%+v %v", unique, err)
+	}
+	holder, err := client.Enqueue(ctx, "resize", nil, &EnqueueOptions{Queue: queue, UniqueKey: queue, DelaySeconds: 60})
+	if err != nil || holder.Created || holder.ID != unique.ID {
+		t.Fatalf("the unique key's holder: %+v %v", holder, err)
+	}
+	cancelled, err := client.Cancel(ctx, unique.ID)
+	if err != nil || cancelled.Status != Cancelled {
+		t.Fatalf("%+v %v", cancelled, err)
+	}
+}
+
+func TestLiveAWorkerCompletesAJobAndWaitSeesItsResult(t *testing.T) {
+	client, queue := live(t)
+	ctx := context.Background()
+	liveWorker(t, client, queue, map[string]HandlerFunc{
+		"resize": func(ctx context.Context, job *Job) (any, error) {
+			var p struct{ Width int }
+			if err := job.Decode(&p); err != nil {
+				return nil, Discard(err)
+			}
+			if err := job.Progress(ctx, 0.5, "half"); err != nil {
+				return nil, err
+			}
+			return map[string]any{"width": p.Width / 2, "attempt": job.Attempt, "lease": job.Lease != ""}, nil
+		},
+	})
+	job, err := client.Enqueue(ctx, "resize", map[string]int{"width": 200}, &EnqueueOptions{Queue: queue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := waitFor(t, client, job.ID)
+	var result struct {
+		Width   int
+		Attempt int
+		Lease   bool
+	}
+	if err := done.DecodeResult(&result); err != nil {
+		t.Fatal(err)
+	}
+	if done.Status != Completed || done.Attempts != 1 || result.Width != 100 || result.Attempt != 1 || !result.Lease {
+		t.Fatalf("%+v %+v", done, result)
+	}
+	if done.LastProgress == nil || *done.LastProgress.Fraction != 0.5 || done.LastProgress.Message != "half" {
+		t.Fatalf("progress %+v", done.LastProgress)
+	}
+}
+
+func TestLiveAFailedAttemptIsRetriedAndADiscardedJobFailsForGood(t *testing.T) {
+	client, queue := live(t)
+	ctx := context.Background()
+	liveWorker(t, client, queue, map[string]HandlerFunc{
+		"flaky": func(ctx context.Context, job *Job) (any, error) {
+			if job.Attempt == 1 {
+				return nil, RetryIn(0, &resizeError{9000})
+			}
+			return "second time lucky", nil
+		},
+		"fatal": func(ctx context.Context, job *Job) (any, error) {
+			return nil, Discard(quotaError{})
+		},
+		"panics": func(ctx context.Context, job *Job) (any, error) {
+			panic("the handler broke")
+		},
+	})
+	flaky, err := client.Enqueue(ctx, "flaky", nil, &EnqueueOptions{Queue: queue, MaxAttempts: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fatal, err := client.Enqueue(ctx, "fatal", nil, &EnqueueOptions{Queue: queue, MaxAttempts: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	panics, err := client.Enqueue(ctx, "panics", nil, &EnqueueOptions{Queue: queue, MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	done := waitFor(t, client, flaky.ID)
+	if done.Status != Completed || done.Attempts != 2 || string(done.Result) != `"second time lucky"` {
+		t.Fatalf("flaky: %+v", done)
+	}
+	attempts, err := client.Attempts(ctx, flaky.ID)
+	if err != nil || len(attempts) == 0 || attempts[0].Error != "resizeError: too wide: 9000" {
+		t.Fatalf("flaky's attempts: %+v %v", attempts, err)
+	}
+
+	done = waitFor(t, client, fatal.ID)
+	if done.Status != Failed || done.Attempts != 1 || done.LastError != "QuotaExceeded: over quota" {
+		t.Fatalf("fatal: %+v", done)
+	}
+
+	done = waitFor(t, client, panics.ID)
+	if done.Status != Failed || done.LastError != "panic: the handler broke" {
+		t.Fatalf("panics: %+v", done)
+	}
+	attempts, err = client.Attempts(ctx, panics.ID)
+	if err != nil || len(attempts) != 1 || !strings.Contains(attempts[0].Traceback, "integration_test.go") {
+		t.Fatalf("panics' attempts: %+v %v", attempts, err)
+	}
+}
+
+func TestLiveACancelRequestCancelsTheHandlersContext(t *testing.T) {
+	client, queue := live(t)
+	ctx := context.Background()
+	running := make(chan time.Time, 1)
+	liveWorker(t, client, queue, map[string]HandlerFunc{
+		"long": func(ctx context.Context, job *Job) (any, error) {
+			running <- time.Now()
+			<-ctx.Done()
+			if !job.CancelRequested() {
+				return nil, errors.New("cancelled, but not asked to stop")
+			}
+			return nil, ctx.Err()
+		},
+	})
+	job, err := client.Enqueue(ctx, "long", nil, &EnqueueOptions{Queue: queue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-running
+	asked := time.Now()
+	requested, err := client.Cancel(ctx, job.ID)
+	if err != nil || requested.Status != Running || requested.CancelRequestedAt.IsZero() {
+		t.Fatalf("%+v %v", requested, err)
+	}
+	done := waitFor(t, client, job.ID)
+	if done.Status != Cancelled {
+		t.Fatalf("%+v", done)
+	}
+	t.Logf("cancelled %s after the request (heartbeats every 1s)", time.Since(asked).Round(time.Millisecond))
+	if _, err := client.Cancel(ctx, job.ID); err != nil {
+		t.Fatalf("cancelling a cancelled job changes nothing: %v", err)
+	}
+}
+
+func TestLiveRefusalsAreTypedErrorsWithTheServersMessage(t *testing.T) {
+	client, queue := live(t)
+	ctx := context.Background()
+
+	// 401: an unknown token.
+	stranger := NewClient(client.BaseURL, "jqt_nobody_0000")
+	_, err := stranger.Get(ctx, 1)
+	var refused *Error
+	if !errors.Is(err, ErrUnauthorized) || !errors.As(err, &refused) || refused.Detail == "" {
+		t.Fatalf("401: %v", err)
+	}
+
+	// 403: a token without jobs:work.
+	if read := os.Getenv("JOBQUEUE_READ_TOKEN"); read != "" {
+		reader := NewClient(client.BaseURL, read)
+		_, err = reader.Claim(ctx, ClaimRequest{Worker: "w1", Queues: []string{queue}})
+		if !errors.Is(err, ErrForbidden) || !errors.As(err, &refused) || !strings.Contains(refused.Detail, "jobs:work") {
+			t.Fatalf("403: %v", err)
+		}
+	} else {
+		t.Log("JOBQUEUE_READ_TOKEN unset: no 403 checked")
+	}
+
+	// 404
+	if _, err = client.Get(ctx, 1<<62); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("404: %v", err)
+	}
+
+	// 422, naming the field.
+	_, err = client.Claim(ctx, ClaimRequest{Worker: "w1", Queues: []string{queue}, Max: 101})
+	if !errors.Is(err, ErrInvalid) || !errors.As(err, &refused) || !refused.HasField("max") ||
+		!strings.Contains(refused.Detail, "max: ") {
+		t.Fatalf("422: %v", err)
+	}
+	_, err = client.Enqueue(ctx, "resize", nil, &EnqueueOptions{Queue: queue, MaxAttempts: 5000})
+	if !errors.As(err, &refused) || !refused.HasField("max_attempts") {
+		t.Fatalf("422: %v", err)
+	}
+
+	// 409: a lease that no longer holds its job changes nothing.
+	job, err := client.Enqueue(ctx, "resize", nil, &EnqueueOptions{Queue: queue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := client.Claim(ctx, ClaimRequest{Worker: "w1", Queues: []string{queue}, Max: 5, LeaseSeconds: 30})
+	if err != nil || len(claimed) != 1 || claimed[0].ID != job.ID || claimed[0].Attempt != 1 {
+		t.Fatalf("%+v %v", claimed, err)
+	}
+	stale := claimed[0]
+	_, err = client.Fail(ctx, stale.ID, stale.Lease, JobError{}, FailOptions{})
+	if !errors.As(err, &refused) || !refused.HasField("error.type") {
+		t.Fatalf("422 naming error.type: %v", err)
+	}
+	applied, err := client.Complete(ctx, stale.ID, stale.Lease, map[string]string{"by": "first"})
+	if err != nil || applied.Status != Completed {
+		t.Fatalf("%+v %v", applied, err)
+	}
+	_, err = client.Complete(ctx, stale.ID, stale.Lease, "late")
+	if !errors.Is(err, ErrLeaseLost) || !errors.As(err, &refused) || !strings.Contains(refused.Detail, "nothing changed") {
+		t.Fatalf("409: %v", err)
+	}
+	if _, err = client.Heartbeat(ctx, stale.ID, stale.Lease, 30, nil); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("409: %v", err)
+	}
+	renewals, err := client.Heartbeats(ctx, []string{stale.Lease}, 30)
+	if err != nil || renewals[0].OK {
+		t.Fatalf("%+v %v", renewals, err)
+	}
+	answers, err := client.Outcomes(ctx, []Outcome{{Lease: stale.Lease, Result: []byte(`"late"`)}})
+	if err != nil || answers[0].OK || answers[0].ID != stale.ID {
+		t.Fatalf("%+v %v", answers, err)
+	}
+	done, err := client.Get(ctx, job.ID)
+	if err != nil || string(done.Result) != `{"by": "first"}` && string(done.Result) != `{"by":"first"}` {
+		t.Fatalf("the first result stays: %+v %v", done, err)
+	}
+	// 409 of a job route: cancelling a completed job.
+	if _, err = client.Cancel(ctx, job.ID); !errors.Is(err, ErrConflict) {
+		t.Fatalf("409: %v", err)
+	}
+}
