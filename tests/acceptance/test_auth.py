@@ -96,6 +96,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("post", "/jobs/{job_id}/complete"): {"lease": "{id}.1.w1"},
     ("post", "/jobs/{job_id}/fail"): {"lease": "{id}.1.w1", "error": {"type": "E"}},
     ("post", "/jobs/{job_id}/logs"): {"lease": "{id}.1.w1", "lines": ["x"]},
+    ("post", "/jobs/{job_id}/release"): {"lease": "{id}.1.w1"},
     ("post", "/heartbeats"): {"leases": ["{id}.1.w1"]},
     ("post", "/outcomes"): {"outcomes": [{"lease": "{id}.1.w1"}]},
 }
@@ -122,6 +123,7 @@ OTHER_QUEUE = {
     ("post", "/jobs/{job_id}/complete"): 409,
     ("post", "/jobs/{job_id}/fail"): 409,
     ("post", "/jobs/{job_id}/logs"): 409,
+    ("post", "/jobs/{job_id}/release"): 409,
 }
 
 

@@ -456,3 +456,26 @@ async def test_the_metrics_count_http_workers_outcomes_as_a_workers(
         ]
         assert durations == [3.0]
         promtool_check_metrics(text)
+
+
+async def test_a_released_job_is_pending_again_its_attempt_not_counted(
+    api: tuple[str, Process], db: asyncpg.Connection, schema: str
+) -> None:
+    base, _ = api
+    token = await make_token(db, schema, "releaser", WORK)
+    async with httpx.AsyncClient(base_url=base) as client:
+        job_id = await enqueue(client, token, queue="images", max_attempts=1)
+        [job] = (await claim(client, token)).json()["jobs"]
+        released = await client.post(
+            f"/jobs/{job_id}/release", json={"lease": job["lease"]}, headers=auth(token)
+        )
+        assert released.json() == {"id": job_id, "status": "pending", "retry_in_seconds": None}
+        shown = (await client.get(f"/jobs/{job_id}", headers=auth(token))).json()
+        assert (shown["status"], shown["attempts"]) == ("pending", 0)
+        # Its only attempt is still to come.
+        [again] = (await claim(client, token)).json()["jobs"]
+        assert (again["id"], again["attempt"]) == (job_id, 1)
+        stale = await client.post(
+            f"/jobs/{job_id}/release", json={"lease": job["lease"]}, headers=auth(token)
+        )
+        assert stale.status_code == 409

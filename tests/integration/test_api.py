@@ -217,6 +217,7 @@ JSON_BODIES = {
     ("post", "/jobs/{job_id}/complete"): {"lease": "1.1.w"},
     ("post", "/jobs/{job_id}/fail"): {"lease": "1.1.w", "error": {"type": "E"}},
     ("post", "/jobs/{job_id}/logs"): {"lease": "1.1.w", "lines": ["x"]},
+    ("post", "/jobs/{job_id}/release"): {"lease": "1.1.w"},
     ("post", "/heartbeats"): {"leases": ["1.1.w"]},
     ("post", "/outcomes"): {"outcomes": [{"lease": "1.1.w"}]},
 }

@@ -36,6 +36,7 @@ from jobqueue.api.work_schemas import (
     OutcomeApplied,
     OutcomesAnswer,
     OutcomesRequest,
+    ReleaseRequest,
 )
 from jobqueue.auth import access
 from jobqueue.auth.authenticator import require
@@ -183,6 +184,26 @@ async def fail(
     )  # fmt: skip
     status, delay = await jobqueue(request).http_workers.fail(given)
     return Outcome(id=job_id, status=status, retry_in_seconds=delay)
+
+
+@router.post(
+    "/jobs/{job_id}/release",
+    response_model=Outcome,
+    summary="Hand a leased job back, its attempt not counted",
+    responses=declare(BODY, INVALID, LEASE_LOST, UNAVAILABLE),
+)
+async def release(
+    request: Request,
+    who: Annotated[Principal, require(Scope.WORK)],
+    job_id: JobId,
+    given: Annotated[ReleaseRequest, Body()],
+) -> Outcome:
+    """The job is pending again at once, its attempt not counted (or `cancelled`, if it
+    was asked to stop): for a worker that stops before it could finish, as a Python
+    worker does at shutdown."""
+    lease = _leased(given.lease, job_id)
+    status = await jobqueue(request).http_workers.release(lease, worker_id(who, lease.worker))
+    return Outcome(id=job_id, status="cancelled" if status == "cancelled" else "pending")
 
 
 @router.post(

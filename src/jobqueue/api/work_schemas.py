@@ -108,6 +108,12 @@ class HeartbeatRequest(BaseModel):
     progress: ProgressIn | None = None
 
 
+class ReleaseRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    lease: LeaseText
+
+
 class HeartbeatAnswer(BaseModel):
     lease_expires_at: datetime
     cancel_requested: bool = Field(description="The job was asked to stop: end it soon.")

@@ -282,6 +282,17 @@ class HttpWorkers:
             raise LeaseLost(lease.job_id)
         return truncated
 
+    async def release(self, lease: Lease, worker_id: str) -> str:
+        """Hand the job back to its queue, pending at once, the attempt not counted: what
+        a Python worker does with what it runs when it stops. Returns its status:
+        ``pending``, or ``cancelled`` if it was asked to stop."""
+        store = await self._store()
+        if await store.release(jobs=[lease.held()], worker_id=worker_id):
+            raise LeaseLost(lease.job_id)
+        await self._ended(store, [(lease.job_id, "released")])
+        job = await store.get_job(job_id=lease.job_id)
+        return "pending" if job is None else str(job.status)
+
     async def heartbeats(
         self, leases: Sequence[tuple[Lease, str]], lease_seconds: float
     ) -> dict[Lease, Renewed | None]:
