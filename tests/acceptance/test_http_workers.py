@@ -479,3 +479,25 @@ async def test_a_released_job_is_pending_again_its_attempt_not_counted(
             f"/jobs/{job_id}/release", json={"lease": job["lease"]}, headers=auth(token)
         )
         assert stale.status_code == 409
+
+
+async def test_a_job_asked_to_stop_ends_cancelled_whatever_its_worker_reports(
+    api: tuple[str, Process], db: asyncpg.Connection, schema: str
+) -> None:
+    base, _ = api
+    token = await make_token(db, schema, "stopped", WORK)
+    async with httpx.AsyncClient(base_url=base) as client:
+        job_id = await enqueue(client, token, queue="images")
+        [job] = (await claim(client, token)).json()["jobs"]
+        asked = await client.post(f"/jobs/{job_id}/cancel", headers=auth(token))
+        assert asked.status_code == 202
+        done = await client.post(
+            f"/jobs/{job_id}/complete",
+            json={"lease": job["lease"], "result": "finished anyway"},
+            headers=auth(token),
+        )
+        assert done.json() == {"id": job_id, "status": "cancelled", "retry_in_seconds": None}
+        shown = (await client.get(f"/jobs/{job_id}", headers=auth(token))).json()
+        assert (shown["status"], shown["result"], shown["last_error"]) == (
+            "cancelled", None, "cancelled while running"
+        )  # fmt: skip

@@ -156,8 +156,9 @@ async def complete(
 ) -> Outcome:
     """The job completed, with its `result`, which `GET /jobs/{id}` and `wait` show."""
     lease = _leased(done.lease, job_id)
-    await jobqueue(request).http_workers.complete(lease, worker_id(who, lease.worker), done.result)
-    return Outcome(id=job_id, status="completed")
+    workers = jobqueue(request).http_workers
+    status = await workers.complete(lease, worker_id(who, lease.worker), done.result)
+    return Outcome(id=job_id, status=status)
 
 
 @router.post(

@@ -80,6 +80,7 @@ class Queries:
     job_attempts: str
     job_log_append: str
     job_log_size: str
+    jobs_cancel_requested: str
     jobs_changed_since: str
     jobs_count_bounded: str
     jobs_due_or_running: str

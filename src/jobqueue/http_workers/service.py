@@ -313,10 +313,12 @@ class HttpWorkers:
                 await store.worker_heartbeat(worker_id=worker_id)
         return renewed
 
-    async def complete(self, lease: Lease, worker_id: str, result: object) -> None:
+    async def complete(self, lease: Lease, worker_id: str, result: object) -> OutcomeStatus:
+        """``completed``, or ``cancelled`` if the job was asked to stop meanwhile."""
         (status, _) = (await self.outcomes([Completion(lease, worker_id, result)]))[lease]
         if status is None:
             raise LeaseLost(lease.job_id)
+        return status
 
     async def fail(self, failed: Failed) -> tuple[OutcomeStatus, float | None]:
         """The attempt failed: retried after ``retry_in_seconds`` (None: the default
@@ -338,21 +340,34 @@ class HttpWorkers:
         store = await self._store()
         applied: dict[Lease, tuple[OutcomeStatus | None, float | None]] = {}
         completions = [i for i in items if isinstance(i, Completion)]
+        # A job asked to stop ends cancelled whatever its handler did, as a worker's.
+        asked = await store.jobs_cancel_requested(job_ids=[c.lease.job_id for c in completions])
         for worker_id, group in _by_worker([(c.lease, c.worker_id) for c in completions]).items():
+            done = [lease for lease in group if lease.job_id not in asked]
+            stopped = [lease for lease in group if lease.job_id in asked]
             results = {
                 str(c.lease.job_id): c.result
                 for c in completions
                 if c.worker_id == worker_id and c.result is not None
             }
-            refused = await store.complete(
-                jobs=[lease.held() for lease in group], worker_id=worker_id,
-                status=JobStatus.COMPLETED, results=json.dumps(results) if results else None,
-            )  # fmt: skip
-            lost = {job.id for job in refused}
-            for lease in group:
-                applied[lease] = (None, None) if lease.job_id in lost else ("completed", None)
-            await self._ended(store, [(lease.job_id, "completed") for lease in group
-                                      if lease.job_id not in lost])  # fmt: skip
+            kept = json.dumps(results) if results else None
+            for leases, status in ((done, JobStatus.COMPLETED), (stopped, JobStatus.CANCELLED)):
+                if not leases:
+                    continue
+                completed = status is JobStatus.COMPLETED
+                refused = await store.complete(
+                    jobs=[lease.held() for lease in leases], worker_id=worker_id, status=status,
+                    error=None if completed else "cancelled while running",
+                    results=kept if completed else None,
+                )  # fmt: skip
+                lost = {job.id for job in refused}
+                outcome: Literal["completed", "cancelled"] = (
+                    "completed" if status is JobStatus.COMPLETED else "cancelled"
+                )
+                for lease in leases:
+                    applied[lease] = (None, None) if lease.job_id in lost else (outcome, None)
+                await self._ended(store, [(lease.job_id, outcome) for lease in leases
+                                          if lease.job_id not in lost])  # fmt: skip
         for failed in (i for i in items if isinstance(i, Failed)):
             applied[failed.lease] = await self._fail(store, failed)
         return applied
