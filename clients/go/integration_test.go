@@ -313,3 +313,93 @@ func TestLiveRefusalsAreTypedErrorsWithTheServersMessage(t *testing.T) {
 		t.Fatalf("409: %v", err)
 	}
 }
+
+func TestLiveAReleasedJobIsPendingAgainItsAttemptNotCounted(t *testing.T) {
+	client, queue := live(t)
+	ctx := context.Background()
+	claim := ClaimRequest{Worker: "w1", Queues: []string{queue}, Max: 5, LeaseSeconds: 30}
+	// Its one attempt: a failure would end it failed; a release does not count it.
+	job, err := client.Enqueue(ctx, "resize", nil, &EnqueueOptions{Queue: queue, MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := client.Claim(ctx, claim)
+	if err != nil || len(claimed) != 1 || claimed[0].ID != job.ID || claimed[0].Attempt != 1 {
+		t.Fatalf("%+v %v", claimed, err)
+	}
+	held := claimed[0]
+	applied, err := client.Release(ctx, held.ID, held.Lease)
+	if err != nil || applied.ID != job.ID || applied.Status != Pending || applied.RetryInSeconds != nil {
+		t.Fatalf("%+v %v", applied, err)
+	}
+	got, err := client.Get(ctx, job.ID)
+	if err != nil || got.Status != Pending || got.Attempts != 0 {
+		t.Fatalf("released: %+v %v", got, err)
+	}
+
+	// The lease lost its job: releasing again changes nothing.
+	_, err = client.Release(ctx, held.ID, held.Lease)
+	var refused *Error
+	if !errors.Is(err, ErrLeaseLost) || !errors.As(err, &refused) || !strings.Contains(refused.Detail, "nothing changed") {
+		t.Fatalf("409: %v", err)
+	}
+	// A lease that is not one.
+	if _, err = client.Release(ctx, held.ID, "not-a-lease"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("422: %v", err)
+	}
+
+	// Due at once, and claimed again it is still its first attempt.
+	claimed, err = client.Claim(ctx, claim)
+	if err != nil || len(claimed) != 1 || claimed[0].ID != job.ID || claimed[0].Attempt != 1 || claimed[0].Lease == held.Lease {
+		t.Fatalf("claimed again: %+v %v", claimed, err)
+	}
+	// Asked to stop, then released: it ends cancelled.
+	if requested, err := client.Cancel(ctx, job.ID); err != nil || requested.Status != Running {
+		t.Fatalf("%+v %v", requested, err)
+	}
+	applied, err = client.Release(ctx, job.ID, claimed[0].Lease)
+	if err != nil || applied.Status != Cancelled {
+		t.Fatalf("%+v %v", applied, err)
+	}
+	if got, err = client.Get(ctx, job.ID); err != nil || got.Status != Cancelled {
+		t.Fatalf("%+v %v", got, err)
+	}
+}
+
+func TestLiveAWorkerStoppingHandsBackTheJobsItsShutdownInterrupted(t *testing.T) {
+	client, queue := live(t)
+	w := NewWorker(WorkerConfig{
+		Client: client, Name: "go-test-shutdown", Queues: []string{queue},
+		LeaseSeconds: 3, WaitSeconds: 5, GracePeriod: 200 * time.Millisecond, Logger: quiet(),
+	})
+	running := make(chan struct{}, 1)
+	w.Handle("long", func(ctx context.Context, job *Job) (any, error) {
+		running <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	job, err := client.Enqueue(context.Background(), "long", nil, &EnqueueOptions{Queue: queue, MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	select {
+	case <-running:
+	case <-time.After(30 * time.Second):
+		stop()
+		t.Fatal("the job never ran")
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.Get(context.Background(), job.ID)
+	if err != nil || got.Status != Pending || got.Attempts != 0 || got.LastError != "" {
+		t.Fatalf("handed back: %+v %v", got, err)
+	}
+	if s := w.Stats(); s.Claimed != 1 || s.Released != 1 || s.Retried != 0 || s.Failed != 0 {
+		t.Fatalf("%+v", s)
+	}
+}

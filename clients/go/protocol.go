@@ -119,20 +119,21 @@ type Outcome struct {
 	Discard        bool            `json:"discard,omitempty"`
 }
 
-// Applied is the server's answer to an outcome.
+// Applied is the server's answer to an outcome, or to a release.
 type Applied struct {
 	Lease string `json:"lease"`
 	// OK: applied. False: the lease lost its job, and nothing changed.
 	OK bool  `json:"ok"`
 	ID int64 `json:"id"`
 	// Status: completed; or after a failure pending (retried), failed, or
-	// cancelled (the job had been asked to stop).
+	// cancelled (the job had been asked to stop); after a release pending (its
+	// attempt not counted) or cancelled.
 	Status         Status   `json:"status"`
 	RetryInSeconds *float64 `json:"retry_in_seconds"`
 	Detail         string   `json:"detail"`
 }
 
-// Complete ends a leased job as completed, with result (anything JSON encodes;
+// Complete ends a leased job as completed (cancelled if it was asked to stop), with result (anything JSON encodes;
 // nil: null). A lease that lost its job is ErrLeaseLost (409).
 func (c *Client) Complete(ctx context.Context, id int64, lease string, result any) (*Applied, error) {
 	raw, err := json.Marshal(result)
@@ -173,6 +174,23 @@ func (c *Client) Fail(ctx context.Context, id int64, lease string, jobErr JobErr
 	}
 	applied := &Applied{Lease: lease, OK: true}
 	_, err := c.do(ctx, &request{method: http.MethodPost, path: jobPath(id) + "/fail", body: body, out: applied})
+	if err != nil {
+		return nil, err
+	}
+	return applied, nil
+}
+
+// Release hands a leased job back (POST /jobs/{id}/release): pending again at once,
+// for another worker to take, its attempt not counted; what a worker does with a job
+// it could not finish when it stops. A job asked to stop ends cancelled instead.
+// The answer's Status says which: pending or cancelled. A lease that lost its job is
+// ErrLeaseLost (409).
+func (c *Client) Release(ctx context.Context, id int64, lease string) (*Applied, error) {
+	body := struct {
+		Lease string `json:"lease"`
+	}{lease}
+	applied := &Applied{Lease: lease, OK: true}
+	_, err := c.do(ctx, &request{method: http.MethodPost, path: jobPath(id) + "/release", body: body, out: applied})
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,8 @@ import (
 // value JSON encodes, nil for null); an error fails the attempt, which is retried
 // while attempts are left (Discard and RetryIn say otherwise). ctx is cancelled
 // when the job is asked to stop (a cancel request, seen at a heartbeat), when its
-// lease is lost, and when the worker stops and the grace period has passed.
+// lease is lost, and when the worker stops and the grace period has passed (an
+// error then hands the job back, Release: its attempt not counted).
 type HandlerFunc func(ctx context.Context, job *Job) (any, error)
 
 // WorkerConfig configures a Worker. Zero fields take their defaults.
@@ -86,7 +87,7 @@ type Stats struct {
 	Failed    int64 // failed attempts, the job failed for good
 	Cancelled int64 // jobs ended cancelled (asked to stop)
 	Lost      int64 // leases lost: the job was rescued, ended, or deleted meanwhile
-	Released  int64 // jobs interrupted by the worker's shutdown, handed back to be retried
+	Released  int64 // jobs interrupted by the shutdown, handed back: pending again, attempt not counted
 }
 
 // running is a job a worker holds.
@@ -110,9 +111,11 @@ func (r *running) markLost() {
 	r.cancel()
 }
 
+// pendingOutcome is an outcome to report or, with release, a job to hand back.
 type pendingOutcome struct {
 	run     *running
 	outcome Outcome
+	release bool // interrupted by the shutdown: handed back (POST /jobs/{id}/release)
 }
 
 // NewWorker returns a worker; give it handlers (Handle), then Run it.
@@ -234,9 +237,10 @@ func (w *Worker) heartbeatEvery() time.Duration {
 
 // Run claims and runs jobs until ctx is cancelled, then drains: it stops claiming,
 // lets running handlers finish within the grace period, then cancels their ctx and
-// hands their jobs back to be retried, reports every outcome, and returns. It
-// returns an error if the worker cannot run: a bad configuration, or a claim the
-// server refuses (401, 403, 422); a server that cannot be reached is retried.
+// hands their jobs back (Release: pending again at once, their attempt not counted),
+// reports every outcome, and returns. It returns an error if the worker cannot run:
+// a bad configuration, or a claim the server refuses (401, 403, 422); a server that
+// cannot be reached is retried.
 func (w *Worker) Run(ctx context.Context) error {
 	if !atomic.CompareAndSwapInt32(&w.once, 0, 1) {
 		return errors.New("jobqueue: a worker runs once")
@@ -384,11 +388,11 @@ func (w *Worker) interrupt() {
 		}
 	}
 	if n > 0 {
-		w.log.Printf("jobqueue: worker %s: grace period over: cancelling %d job(s), to be retried", w.cfg.Name, n)
+		w.log.Printf("jobqueue: worker %s: grace period over: cancelling %d job(s), to be handed back", w.cfg.Name, n)
 	}
 }
 
-// execute runs the handler and queues the job's outcome.
+// execute runs the handler and queues the job's outcome, or its release.
 func (w *Worker) execute(r *running) {
 	defer w.active.Done()
 	result, err := w.call(r)
@@ -397,7 +401,7 @@ func (w *Worker) execute(r *running) {
 	if atomic.LoadInt32(&r.lost) == 1 {
 		// Its lease lost the job: any write about it would be refused.
 		atomic.AddInt64(&w.stats.Lost, 1)
-		w.release(r)
+		w.freeSlot(r)
 		return
 	}
 	outcome := Outcome{Lease: r.job.Lease}
@@ -413,14 +417,13 @@ func (w *Worker) execute(r *running) {
 		}
 	}
 	if err != nil {
-		jobErr, opts := failure(err)
 		if atomic.LoadInt32(&r.shutdown) == 1 && atomic.LoadInt32(&r.cancelRequested) == 0 {
-			// Interrupted by the shutdown, not at fault: run it again at once.
-			jobErr = JobError{Type: "WorkerShutdown", Message: storable(
-				"the worker stopped before the job ended: "+err.Error(), maxErrorMessage)}
-			opts = FailOptions{RetryIn: new(time.Duration)}
-			atomic.AddInt64(&w.stats.Released, 1)
+			// Interrupted by the shutdown, not at fault: hand it back, pending again at
+			// once for another worker, this attempt not counted.
+			w.queue(pendingOutcome{run: r, release: true})
+			return
 		}
+		jobErr, opts := failure(err)
 		outcome.Error = &jobErr
 		outcome.Discard = opts.Discard
 		if opts.RetryIn != nil {
@@ -428,8 +431,13 @@ func (w *Worker) execute(r *running) {
 			outcome.RetryInSeconds = &s
 		}
 	}
+	w.queue(pendingOutcome{run: r, outcome: outcome})
+}
+
+// queue adds an outcome (or a release) to those sendOutcomes sends.
+func (w *Worker) queue(p pendingOutcome) {
 	w.mu.Lock()
-	w.pending = append(w.pending, pendingOutcome{r, outcome})
+	w.pending = append(w.pending, p)
 	w.mu.Unlock()
 	select {
 	case w.outcomesIn <- struct{}{}:
@@ -457,8 +465,8 @@ func (w *Worker) call(r *running) (result any, err error) {
 	return handler(r.ctx, r.job)
 }
 
-// release frees the job's slot: its outcome was answered, or it will never be sent.
-func (w *Worker) release(r *running) {
+// freeSlot frees the job's slot: its outcome was answered, or it will never be sent.
+func (w *Worker) freeSlot(r *running) {
 	w.mu.Lock()
 	if w.running[r.job.Lease] == r {
 		delete(w.running, r.job.Lease)
@@ -471,8 +479,8 @@ func (w *Worker) release(r *running) {
 	}
 }
 
-// sendOutcomes reports the pending outcomes, gathered for the batch window, until
-// flush is closed and none is left.
+// sendOutcomes reports the pending outcomes, gathered for the batch window, and hands
+// back the jobs to release, until flush is closed and none is left.
 func (w *Worker) sendOutcomes(ctx context.Context, flush chan struct{}) {
 	for {
 		select {
@@ -497,7 +505,20 @@ func (w *Worker) sendOutcomes(ctx context.Context, flush chan struct{}) {
 				continue
 			}
 		}
-		w.send(ctx, batch)
+		var outcomes, releases []pendingOutcome
+		for _, p := range batch {
+			if p.release {
+				releases = append(releases, p)
+			} else {
+				outcomes = append(outcomes, p)
+			}
+		}
+		if len(outcomes) > 0 {
+			w.send(ctx, outcomes)
+		}
+		if len(releases) > 0 {
+			w.handBack(ctx, releases)
+		}
 		if left > 0 {
 			select {
 			case w.outcomesIn <- struct{}{}:
@@ -546,7 +567,7 @@ func (w *Worker) send(ctx context.Context, batch []pendingOutcome) {
 			w.log.Printf("jobqueue: worker %s: outcomes refused, their jobs left to their leases: %v", w.cfg.Name, err)
 			for _, p := range batch {
 				atomic.AddInt64(&w.stats.Lost, 1)
-				w.release(p.run)
+				w.freeSlot(p.run)
 			}
 			return
 		}
@@ -555,6 +576,60 @@ func (w *Worker) send(ctx context.Context, batch []pendingOutcome) {
 		}
 		delay := backoff(RetryPolicy{MinDelay: 200 * time.Millisecond, MaxDelay: 5 * time.Second}, failures)
 		w.log.Printf("jobqueue: worker %s: outcomes not reported (retrying in %s): %v", w.cfg.Name, delay.Round(time.Millisecond), err)
+		if sleep(ctx, delay) != nil {
+			return
+		}
+	}
+}
+
+// handBack releases the jobs interrupted by the shutdown (POST /jobs/{id}/release,
+// one call each, a few at once).
+func (w *Worker) handBack(ctx context.Context, batch []pendingOutcome) {
+	at := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for _, p := range batch {
+		at <- struct{}{}
+		wg.Add(1)
+		go func(r *running) {
+			defer wg.Done()
+			w.releaseJob(ctx, r)
+			<-at
+		}(p.run)
+	}
+	wg.Wait()
+}
+
+// releaseJob hands one job back: retried while the server cannot be reached (the
+// heartbeats keep its lease meanwhile); refused, the job is left to its lease.
+func (w *Worker) releaseJob(ctx context.Context, r *running) {
+	for failures := 1; ; failures++ {
+		applied, err := w.client.Release(ctx, r.job.ID, r.job.Lease)
+		if err == nil {
+			if applied.Status == Cancelled {
+				atomic.AddInt64(&w.stats.Cancelled, 1)
+			} else {
+				atomic.AddInt64(&w.stats.Released, 1)
+			}
+			w.freeSlot(r)
+			return
+		}
+		var refused *Error
+		if errors.As(err, &refused) && refused.Status < 500 {
+			atomic.AddInt64(&w.stats.Lost, 1)
+			if errors.Is(err, ErrLeaseLost) {
+				w.log.Printf("jobqueue: worker %s: job %d: lease lost, not handed back: %s", w.cfg.Name, r.job.ID, refused.Detail)
+			} else {
+				w.log.Printf("jobqueue: worker %s: job %d: release refused, the job left to its lease: %v", w.cfg.Name, r.job.ID, err)
+			}
+			w.freeSlot(r)
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		delay := backoff(RetryPolicy{MinDelay: 200 * time.Millisecond, MaxDelay: 5 * time.Second}, failures)
+		w.log.Printf("jobqueue: worker %s: job %d: not handed back (retrying in %s): %v",
+			w.cfg.Name, r.job.ID, delay.Round(time.Millisecond), err)
 		if sleep(ctx, delay) != nil {
 			return
 		}
@@ -576,7 +651,7 @@ func (w *Worker) applied(r *running, a Applied) {
 	case a.Status == Cancelled:
 		atomic.AddInt64(&w.stats.Cancelled, 1)
 	}
-	w.release(r)
+	w.freeSlot(r)
 }
 
 // heartbeats renews the leases of every job held, every third of the lease, until

@@ -26,6 +26,11 @@ type fakeServer struct {
 	beats  [][]string // each POST /heartbeats' leases
 	ended  map[int64]Outcome
 	calls  map[string]int // outcomes posts, by their size
+	// released: the jobs handed back (POST /jobs/{id}/release), by id: their lease.
+	released map[int64]string
+	// releaseAs, if it names a job, answers its release "cancelled" (asked to stop
+	// meanwhile) or "lost" (409).
+	releaseAs map[int64]string
 	// refuse, if set, answers POST /outcomes itself.
 	refuse     func(outcomes []Outcome) (int, string)
 	claimError int
@@ -35,7 +40,8 @@ type fakeServer struct {
 func newFake(t *testing.T, jobs ...*Job) (*fakeServer, *httptest.Server) {
 	f := &fakeServer{
 		t: t, due: jobs, held: map[string]int64{}, cancel: map[int64]bool{},
-		ended: map[int64]Outcome{}, calls: map[string]int{},
+		ended: map[int64]Outcome{}, calls: map[string]int{}, released: map[int64]string{},
+		releaseAs: map[int64]string{},
 	}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
@@ -61,6 +67,10 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/outcomes":
 		f.outcomes(w, r)
 	default:
+		if strings.HasPrefix(r.URL.Path, "/jobs/") && strings.HasSuffix(r.URL.Path, "/release") {
+			f.release(w, r)
+			return
+		}
 		f.t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
 		w.WriteHeader(404)
 	}
@@ -154,6 +164,29 @@ func (f *fakeServer) outcomes(w http.ResponseWriter, r *http.Request) {
 		out = append(out, answer)
 	}
 	_ = json.NewEncoder(w).Encode(map[string]any{"outcomes": out})
+}
+
+func (f *fakeServer) release(w http.ResponseWriter, r *http.Request) {
+	var req struct{ Lease string }
+	_ = json.NewDecoder(r.Body).Decode(&req)
+	var id int64
+	if _, err := fmt.Sscanf(r.URL.Path, "/jobs/%d/release", &id); err != nil {
+		f.t.Errorf("%s: %v", r.URL.Path, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if held, ok := f.held[req.Lease]; !ok || held != id || f.releaseAs[id] == "lost" {
+		w.WriteHeader(409)
+		_, _ = io.WriteString(w, `{"detail": "this lease no longer holds its job; nothing changed"}`)
+		return
+	}
+	delete(f.held, req.Lease)
+	f.released[id] = req.Lease
+	status := "pending"
+	if f.cancel[id] || f.releaseAs[id] == "cancelled" {
+		status = "cancelled"
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"id": id, "status": status, "retry_in_seconds": nil})
 }
 
 func (f *fakeServer) outcome(id int64) (Outcome, bool) {
@@ -379,17 +412,65 @@ func TestAtShutdownRunningJobsFinishWithinTheGracePeriodThenAreHandedBack(t *tes
 	if o, _ := f.outcome(1); string(o.Result) != `"finished"` {
 		t.Fatalf("job 1: %+v", o)
 	}
-	o, _ := f.outcome(2)
-	if o.Error == nil || o.Error.Type != "WorkerShutdown" || o.RetryInSeconds == nil || *o.RetryInSeconds != 0 {
-		t.Fatalf("job 2: %+v", o)
+	// Job 2, interrupted: handed back with its lease, no outcome reported.
+	if o, ok := f.outcome(2); ok {
+		t.Fatalf("job 2 was not to be failed: %+v", o)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if lease := f.released[2]; lease == "" || len(f.released) != 1 {
+		t.Fatalf("released %v", f.released)
+	}
 	if len(f.claims) != 1 {
 		// One claim took both jobs; the next, waiting for a free slot, never went.
 		t.Fatalf("claims after the shutdown: %d", len(f.claims))
 	}
-	if s := w.Stats(); s.Released != 1 || s.Completed != 1 {
+	if s := w.Stats(); s.Released != 1 || s.Completed != 1 || s.Retried != 0 || s.Failed != 0 {
+		t.Fatalf("%+v", s)
+	}
+}
+
+func TestAJobHandedBackAtShutdownMayEndCancelledOrHaveLostItsLease(t *testing.T) {
+	f, srv := newFake(t, job(1, "stuck", `{}`), job(2, "stuck", `{}`), job(3, "stuck", `{}`), job(4, "asked", `{}`))
+	f.releaseAs[2] = "cancelled" // asked to stop after the last heartbeat
+	f.releaseAs[3] = "lost"
+	w := testWorker(srv, WorkerConfig{Concurrency: 4, GracePeriod: 100 * time.Millisecond})
+	started := make(chan struct{}, 4)
+	stuck := func(ctx context.Context, job *Job) (any, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	w.Handle("stuck", stuck)
+	// Asked to stop while it ran: failed, and so ended cancelled, never handed back.
+	w.Handle("asked", func(ctx context.Context, job *Job) (any, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		for !job.CancelRequested() {
+			time.Sleep(5 * time.Millisecond)
+		}
+		return nil, ctx.Err()
+	})
+	stop := start(t, w)
+	for i := 0; i < 4; i++ {
+		<-started
+	}
+	f.mu.Lock()
+	f.cancel[4] = true
+	f.mu.Unlock()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.released) != 2 || f.released[1] == "" || f.released[2] == "" {
+		t.Fatalf("released %v", f.released)
+	}
+	if o, ok := f.ended[4]; !ok || o.Error == nil || o.Error.Type != "Canceled" || len(f.ended) != 1 {
+		t.Fatalf("ended %+v", f.ended)
+	}
+	s := w.Stats()
+	if s.Claimed != 4 || s.Released != 1 || s.Cancelled != 2 || s.Lost != 1 || s.Retried != 0 || s.Failed != 0 {
 		t.Fatalf("%+v", s)
 	}
 }

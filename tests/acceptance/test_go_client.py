@@ -1,10 +1,11 @@
 """The Go client (clients/go) against a real `jobqueue api` process: `go vet` and
 `go test` pass, its integration tests included (enqueue, wait, claim and complete,
-failures retried and discarded, every refusal a typed error); a Go worker of 50 slots
-and a Python worker drain 2,000 jobs of one queue together, each job run and completed
-exactly once; a cancel request reaches a running Go handler's ctx at the next
-heartbeat; and a Go worker killed mid-job loses the job to another worker once its
-lease ran out, its late write refused with 409."""
+failures retried and discarded, a job released and one handed back at shutdown,
+pending again with its attempt not counted, every refusal a typed error); a Go worker
+of 50 slots and a Python worker drain 2,000 jobs of one queue together, each job run
+and completed exactly once; a cancel request reaches a running Go handler's ctx at the
+next heartbeat; and a Go worker killed mid-job loses the job to another worker once
+its lease ran out, its late write refused with 409."""
 
 from __future__ import annotations
 
@@ -232,6 +233,8 @@ async def test_go_vet_and_go_test_pass_against_the_live_server(
         "TestLiveAFailedAttemptIsRetriedAndADiscardedJobFailsForGood",
         "TestLiveACancelRequestCancelsTheHandlersContext",
         "TestLiveRefusalsAreTypedErrorsWithTheServersMessage",
+        "TestLiveAReleasedJobIsPendingAgainItsAttemptNotCounted",
+        "TestLiveAWorkerStoppingHandsBackTheJobsItsShutdownInterrupted",
     }, output
 
 

@@ -14,7 +14,8 @@
 //	sleep  sleeps the payload's "ms" milliseconds (ctx permitting), then as echo
 //
 // With -ledger FILE, each handler run appends "<job id> <attempt> <name>" to FILE.
-// SIGINT or SIGTERM stops it: no more claims, running jobs get -grace to finish.
+// SIGINT or SIGTERM stops it: no more claims, running jobs get -grace to finish,
+// then are handed back (pending again at once, their attempt not counted).
 package main
 
 import (
