@@ -12,6 +12,7 @@ JSON. It is not a test: nothing here asserts a time.
     jobqueue bench --only limits                     # what shared limits cost (bench/limits.py)
     jobqueue bench --only drain_1proc,workflow_fanout,workflow_chain,workflow_release
     jobqueue bench --only drain_1proc,drain_50types,drain_any_type   # the claim's type filter
+    jobqueue bench --only drain_1proc,http_workers   # workers over HTTP (Go client; golang-go)
 """
 
 from __future__ import annotations
@@ -165,6 +166,18 @@ def main(argv: list[str] | None = None) -> int:
             )
         if "connections" in args.only.split(","):  # minutes long: only when named
             figures["systems"]["jobqueue"].update(connection_budget(dsns["jobqueue"], args.runs))
+        if "http_workers" in args.only.split(","):  # only when named: it builds Go code
+            ours = figures["systems"]["jobqueue"]
+            http_worker_figures = runpy.run_path(str(HERE / "http_workers.py"))
+            ours.update(
+                http_worker_figures["http_worker_figures"](
+                    dsns["jobqueue"], args.runs, 0.1 if args.quick else 1.0
+                )
+            )
+            if isinstance(ours.get("drain_1proc"), int | float):
+                ours["http_worker_drain_ratio"] = round(
+                    ours["http_worker_drain"] / ours["drain_1proc"], 3
+                )
         if not args.only or "enqueue_http" in args.only.split(","):
             figures["systems"]["jobqueue"].update(
                 enqueue_http(dsns["jobqueue"], args.runs, 0.1 if args.quick else 1)
