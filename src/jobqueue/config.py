@@ -216,6 +216,17 @@ class Settings:
         "died is back in the queue within lease + this. Shorter costs one indexed query "
         "per interval.",
     )
+    api_maintenance: bool = setting(
+        "JOBQUEUE_API_MAINTENANCE",
+        boolean,
+        False,
+        "`jobqueue api` also stands for maintenance leader: it rescues expired leases, ages "
+        "priorities, enqueues cron ticks and applies retention, as a worker process does. "
+        "For a deployment whose workers all work over HTTP (docs/http-workers.md), which "
+        "has no `jobqueue worker` or `serve` to do it. Off: the API only serves requests, "
+        "and needs no more than the api role's grants; on, it needs the worker role's "
+        "(docs/database-roles.md).",
+    )
     priority_aging: float | None = setting(
         "JOBQUEUE_PRIORITY_AGING",
         optional_seconds,

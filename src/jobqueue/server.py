@@ -28,6 +28,8 @@ from jobqueue.tls import tls_files
 from jobqueue.worker import Worker
 
 if TYPE_CHECKING:
+    import asyncpg
+
     from jobqueue.api.http import HttpServer
 
 log = get_logger("jobqueue.server")
@@ -125,6 +127,7 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
         )
         if worker is not None:
             await worker.start()
+        leader = api_leader(jq, pool) if roles.api and not roles.worker else None
         if metrics is not None:
             metrics.watch(pool, worker, jq.clock)
             if roles.api:
@@ -171,6 +174,9 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
             log.info(f"Serving HTTP on {scheme}://{settings.host}:{sock.getsockname()[1]}")
         await stop.wait()
         log.info("Shutdown requested: no new jobs will be claimed")
+        if leader is not None:
+            leader.cancel()
+            await asyncio.gather(leader, return_exceptions=True)
         if worker is not None:
             await worker.stop(force)
         if http is not None and http_task is not None:
@@ -271,3 +277,27 @@ def install_signal_handlers(stop: asyncio.Event, force: asyncio.Event) -> None:
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, on_signal, signum)
+
+
+def api_leader(jq: JobQueue, pool: asyncpg.Pool) -> asyncio.Task[None] | None:
+    """With JOBQUEUE_API_MAINTENANCE, this API process stands for maintenance leader
+    beside the workers' (one leads at a time): for workers that all work over HTTP."""
+    settings = jq.settings
+    if not settings.api_maintenance:
+        return None
+    from jobqueue.db.store import Store
+    from jobqueue.maintenance import Leader
+    from jobqueue.task import schedules
+
+    leader = Leader(
+        Store(pool, settings.schema, jq.clock),
+        f"api:{socket.gethostname()}:{os.getpid()}",
+        lease_seconds=settings.lease_seconds,
+        interval=settings.rescue_interval,
+        retain_completed=settings.retain_completed,
+        retain_failed=settings.retain_failed,
+        retain_audit=settings.retain_audit,
+        priority_aging=settings.priority_aging,
+        schedules=schedules(settings, jq.tasks),
+    )
+    return asyncio.create_task(leader.run(), name="api leader")

@@ -501,3 +501,34 @@ async def test_a_job_asked_to_stop_ends_cancelled_whatever_its_worker_reports(
         assert (shown["status"], shown["result"], shown["last_error"]) == (
             "cancelled", None, "cancelled while running"
         )  # fmt: skip
+
+
+async def test_an_api_that_stands_for_maintenance_rescues_lapsed_leases(
+    spawn: Spawn, env: dict[str, str], db: asyncpg.Connection, schema: str
+) -> None:
+    """With only `jobqueue api` and HTTP workers, JOBQUEUE_API_MAINTENANCE has the API
+    rescue a dead worker's jobs, as a worker process's leader would."""
+    settings = {"JOBQUEUE_API_MAINTENANCE": "on", "JOBQUEUE_RESCUE_INTERVAL": "0.2"}
+    server = spawn(["api"], dict(env, **settings), name="api")
+    base = f"http://127.0.0.1:{env['PORT']}"
+    server.wait_http(base)
+    token = await make_token(db, schema, "lapsed", WORK)
+    async with httpx.AsyncClient(base_url=base) as client:
+        job_id = await enqueue(client, token, queue="images")
+        [job] = (await claim(client, token, lease_seconds=1)).json()["jobs"]
+        deadline = time.monotonic() + 30
+        shown = (await client.get(f"/jobs/{job_id}", headers=auth(token))).json()
+        while shown["status"] == "running":  # its worker "died": no heartbeat comes
+            assert time.monotonic() < deadline, "never rescued"
+            await asyncio.sleep(0.1)
+            shown = (await client.get(f"/jobs/{job_id}", headers=auth(token))).json()
+        assert (shown["status"], shown["last_error"]) == (
+            "pending", "worker lost (lease expired)"
+        )  # fmt: skip
+        late = await client.post(
+            f"/jobs/{job_id}/complete", json={"lease": job["lease"]}, headers=auth(token)
+        )
+        assert late.status_code == 409
+        [again] = (await claim(client, token, worker="w2")).json()["jobs"]
+        assert (again["id"], again["attempt"]) == (job_id, 2)
+    assert server.stop() == 0
