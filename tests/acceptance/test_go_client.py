@@ -26,6 +26,8 @@ import asyncpg
 import httpx
 import pytest
 
+from tests.acceptance import http_worker_support as support
+from tests.acceptance.http_worker_support import auth
 from tests.acceptance.test_auth import make_token
 from tests.conftest import ROOT, Process, Spawn
 
@@ -162,16 +164,7 @@ def go_spawn(go_worker: Path, tmp_path: Path) -> Iterator[GoSpawn]:
         proc.close()
 
 
-@pytest.fixture
-def api(spawn: Spawn, env: dict[str, str]) -> tuple[str, Process]:
-    server = spawn(["api"], env, name="api")
-    base = f"http://127.0.0.1:{env['PORT']}"
-    server.wait_http(base)
-    return base, server
-
-
-def auth(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
+api = support.api  # a fixture
 
 
 def python_worker(

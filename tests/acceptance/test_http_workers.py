@@ -17,6 +17,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from jobqueue.db.store import Store
+from tests.acceptance import http_worker_support as support
+from tests.acceptance.http_worker_support import auth, registered
 from tests.acceptance.test_auth import make_token
 from tests.acceptance.test_metrics import promtool_check_metrics
 from tests.conftest import Process, Spawn
@@ -26,16 +28,7 @@ pytestmark = pytest.mark.anyio
 WORK = ["jobs:work", "jobs:enqueue", "jobs:read", "payloads:read", "jobs:control"]
 
 
-@pytest.fixture
-def api(spawn: Spawn, env: dict[str, str]) -> tuple[str, Process]:
-    server = spawn(["api"], env, name="api")
-    base = f"http://127.0.0.1:{env['PORT']}"
-    server.wait_http(base)
-    return base, server
-
-
-def auth(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
+api = support.api  # a fixture
 
 
 async def enqueue(client: httpx.AsyncClient, token: str, **job: Any) -> int:
@@ -288,16 +281,6 @@ async def test_a_client_gone_mid_wait_leaves_no_job_claimed(
         # And a worker still gets it.
         [job] = (await claim(client, token)).json()["jobs"]
         assert (job["id"], job["attempt"]) == (job_id, 1)
-
-
-async def registered(client: httpx.AsyncClient, token: str, worker_id: str) -> None:
-    """Once GET /workers shows ``worker_id``: its first claim has begun."""
-    deadline = time.monotonic() + 20
-    while worker_id not in [
-        w["id"] for w in (await client.get("/workers", headers=auth(token))).json()
-    ]:
-        assert time.monotonic() < deadline, f"{worker_id} never claimed"
-        await asyncio.sleep(0.05)
 
 
 async def test_batches_renew_and_end_many_jobs_each_answered(

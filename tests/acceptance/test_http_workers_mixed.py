@@ -24,6 +24,7 @@ import pytest
 
 from tests.acceptance import test_go_client as go_client
 from tests.acceptance import test_typescript_client as ts_client
+from tests.acceptance.http_worker_support import auth, registered, start_api
 from tests.acceptance.test_auth import make_token
 from tests.conftest import Process, Spawn
 
@@ -61,18 +62,6 @@ async def mark(payload: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
         ledger.write(f"{ctx.id} {ctx.attempt} python\\n")
     return {"worker": "python", "id": ctx.id, "attempt": ctx.attempt}
 """
-
-
-def start_api(spawn: Spawn, env: dict[str, str]) -> tuple[str, Process]:
-    """A `jobqueue api` on env's PORT, once it answers."""
-    server = spawn(["api"], env, name="api")
-    base = f"http://127.0.0.1:{env['PORT']}"
-    server.wait_http(base)
-    return base, server
-
-
-def auth(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 def python_worker(
@@ -167,8 +156,8 @@ async def test_a_typescript_a_go_and_a_python_worker_drain_2000_jobs_each_run_on
     go.wait_for("worker go-mixed started")
 
     async with httpx.AsyncClient(base_url=base, timeout=60) as client:
-        await ts_client.registered(client, token, "http:mixed:ts-mixed")
-        await ts_client.registered(client, token, "http:mixed:go-mixed")
+        await registered(client, token, "http:mixed:ts-mixed")
+        await registered(client, token, "http:mixed:go-mixed")
         started = time.monotonic()
         payloads = [{"ms": WORK_MS, "id": n} for n in range(JOBS)]
         ids = await enqueue_batch(client, token, queue, payloads)
@@ -257,7 +246,7 @@ async def test_a_waiting_worker_outlives_an_api_restart_and_runs_each_job_once(
 
     async with httpx.AsyncClient(base_url=base, timeout=60) as client:
         # Its claim has begun: with nothing due, it waits (a 10 s long poll).
-        await ts_client.registered(client, token, f"http:restart:{name}")
+        await registered(client, token, f"http:restart:{name}")
     # SIGTERM: the waiting claim is answered at once, and the process ends.
     stopping = time.monotonic()
     assert await asyncio.to_thread(first.stop) == 0, first.output[-5000:]

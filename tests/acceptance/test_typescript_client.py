@@ -22,6 +22,8 @@ import asyncpg
 import httpx
 import pytest
 
+from tests.acceptance import http_worker_support as support
+from tests.acceptance.http_worker_support import auth, registered
 from tests.acceptance.test_auth import make_token
 from tests.conftest import ROOT, Process, Spawn
 
@@ -105,16 +107,7 @@ def node(tmp_path: Path, built: Path) -> Iterator[type[NodeProcess]]:
         proc._log.close()
 
 
-@pytest.fixture
-def api(spawn: Spawn, env: dict[str, str]) -> tuple[str, Process]:
-    server = spawn(["api"], env, name="api")
-    base = f"http://127.0.0.1:{env['PORT']}"
-    server.wait_http(base)
-    return base, server
-
-
-def auth(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
+api = support.api  # a fixture
 
 
 def ts_worker_env(base: str, token: str, **settings: str | int | float) -> dict[str, str]:
@@ -122,16 +115,6 @@ def ts_worker_env(base: str, token: str, **settings: str | int | float) -> dict[
     env.update(JOBQUEUE_URL=base, JOBQUEUE_TOKEN=token)
     env.update({f"WORKER_{k.upper()}": str(v) for k, v in settings.items()})
     return env
-
-
-async def registered(client: httpx.AsyncClient, token: str, worker_id: str) -> None:
-    """Once GET /workers shows ``worker_id``: its first claim has begun."""
-    deadline = time.monotonic() + 30
-    while worker_id not in [
-        w["id"] for w in (await client.get("/workers", headers=auth(token))).json()
-    ]:
-        assert time.monotonic() < deadline, f"{worker_id} never claimed"
-        await asyncio.sleep(0.05)
 
 
 async def test_the_committed_types_are_those_of_the_live_openapi_document(

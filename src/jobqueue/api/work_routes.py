@@ -10,6 +10,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, HTTPException, Request
 
+from jobqueue.api.errors import field_error
 from jobqueue.api.responses import (
     BODY,
     INVALID,
@@ -42,6 +43,7 @@ from jobqueue.auth import access
 from jobqueue.auth.authenticator import require
 from jobqueue.http_workers.leases import Lease, worker_id
 from jobqueue.http_workers.service import ClaimOrder, Completion, Failed
+from jobqueue.model.job import trace_id_of
 from jobqueue.model.tokens import Principal, Scope
 
 LEASE_LOST: Responses = {
@@ -103,7 +105,7 @@ async def claim(
                 max_attempts=c.job.max_attempts,
                 lease=str(c.lease),
                 lease_expires_at=expires,
-                trace_id=_trace_id(c.job.trace),
+                trace_id=trace_id_of(c.job.trace),
                 parent_results=None
                 if c.job.workflow_id is None
                 else {p.ref: p.result for p in c.parent_results},
@@ -231,20 +233,9 @@ async def logs(
 def _leased(text: str, job_id: int) -> Lease:
     lease = _parsed(text)
     if lease.job_id != job_id:
-        raise HTTPException(
-            422,
-            detail=[
-                {"field": "lease", "loc": ["body", "lease"],
-                 "msg": f"the lease is job {lease.job_id}'s, not job {job_id}'s",
-                 "type": "lease_mismatch"}
-            ],
-        )  # fmt: skip
+        message = f"the lease is job {lease.job_id}'s, not job {job_id}'s"
+        raise HTTPException(422, detail=[field_error(["body", "lease"], message, "lease_mismatch")])
     return lease
-
-
-def _trace_id(trace: dict[str, str] | None) -> str | None:
-    parent = (trace or {}).get("traceparent")
-    return parent[3:35] if isinstance(parent, str) and len(parent) >= 35 else None
 
 
 def _parsed(text: str) -> Lease:

@@ -29,6 +29,7 @@ from jobqueue.http_workers.leases import Lease
 from jobqueue.logs import get_logger
 from jobqueue.model.job import JobStatus
 from jobqueue.observability import joblogs
+from jobqueue.observability.attempts import Outcome
 from jobqueue.retry import ExponentialBackoff
 from jobqueue.worker import limited_claim
 
@@ -198,11 +199,11 @@ class HttpWorkers:
         while len(self._claimed) > CLAIMED_KEPT:  # outcomes that never came
             del self._claimed[next(iter(self._claimed))]
 
-    async def _ended(self, store: Store, ended: Sequence[tuple[int, Attempted]]) -> None:
+    async def _ended(self, store: Store, ended: Sequence[tuple[int, Outcome]]) -> None:
         """The attempts ended here, for the metrics: a job claimed through another
         process is read back for its queue, type and start."""
-        log = self.attempt_log
-        if log is None:
+        entries = self.attempt_log
+        if entries is None:
             return
         end = time.monotonic()
         for job_id, outcome in ended:
@@ -214,7 +215,7 @@ class HttpWorkers:
                 ran = (datetime.now(UTC) - job.started_at).total_seconds()
                 claimed = (job.queue, job.type, job.run_at, end - max(ran, 0.0))
             queue, type_, run_at, started = claimed
-            log.extend((queue, type_, run_at, outcome, started, end))
+            entries.extend((queue, type_, run_at, outcome, started, end))
 
     def _listen(self, store: Store) -> None:
         """The process's one LISTEN of new jobs, started by the first claim to wait."""
@@ -251,17 +252,13 @@ class HttpWorkers:
     ) -> Renewed:
         """The lease renewed for ``lease_seconds``, and whether the job was asked to
         stop; ``progress`` (fraction, message) written with it, fenced alike."""
-        store = await self._store()
-        renewal = await store.heartbeat(
-            jobs=[lease.held()], worker_id=worker_id, lease_seconds=lease_seconds
-        )
-        if renewal.lost:
+        renewed = (await self.heartbeats([(lease, worker_id)], lease_seconds))[lease]
+        if renewed is None:
             raise LeaseLost(lease.job_id)
         if progress is not None:
             report = ProgressReport(lease.held(), *progress)
-            await store.progress(reports=[report], worker_id=worker_id)
-        await store.worker_heartbeat(worker_id=worker_id)
-        return Renewed(cancel_requested=lease.job_id in renewal.cancel_requested)
+            await (await self._store()).progress(reports=[report], worker_id=worker_id)
+        return renewed
 
     async def log(self, lease: Lease, worker_id: str, lines: Sequence[str]) -> bool:
         """Append ``lines`` to the attempt's log, each stamped as a Python handler's
@@ -391,7 +388,7 @@ class HttpWorkers:
         if job.cancel_requested_at is not None:  # asked to stop: fail.sql ends it so
             await self._ended(store, [(job.id, "cancelled")])
             return "cancelled", None
-        attempted: Attempted = (
+        attempted: Outcome = (
             "retried" if delay is not None else "discarded" if failed.discard else "failed"
         )
         await self._ended(store, [(job.id, attempted)])
@@ -399,8 +396,6 @@ class HttpWorkers:
 
 
 OutcomeStatus = Literal["completed", "pending", "failed", "cancelled"]
-# How an attempt ended, as the metrics count it (jobqueue.observability.attempts).
-Attempted = Literal["completed", "retried", "failed", "discarded", "cancelled", "released"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -136,7 +136,7 @@ class Job:
             record["updated_at"], record["started_at"], record["finished_at"],
             record["unique_key"], record["cancel_requested_at"], result,
             None if progress is None else Progress.from_json(progress),
-            None if trace is None else _trace_id(trace), record["workflow_id"],
+            None if trace is None else trace_id_of(trace), record["workflow_id"],
             record["concurrency_key"],
         )  # fmt: skip
 
@@ -160,7 +160,7 @@ class Progress:
 _STATUSES = {status.value: status for status in JobStatus}
 
 
-def _trace_id(trace_context: Any) -> str | None:
+def trace_id_of(trace_context: Any) -> str | None:
     """The trace id in a stored trace context (observability/trace_context.py), whose
     traceparent is ``00-<trace id>-<span id>-<flags>``; None if it has none."""
     if isinstance(trace_context, str):  # asyncpg gives jsonb as text; psycopg decodes it
