@@ -11,6 +11,7 @@ take as flags are in schemathesis.toml beside this file."""
 
 from __future__ import annotations
 
+import os
 import secrets
 import subprocess
 from pathlib import Path
@@ -22,6 +23,7 @@ from tests.conftest import Spawn
 pytestmark = pytest.mark.fuzz
 
 CONFIG = Path(__file__).with_name("schemathesis.toml")
+HOOKS = Path(__file__).with_name("schemathesis_hooks.py")
 PHASES = "examples,coverage,fuzzing"
 CHECKS = "not_a_server_error,status_code_conformance,response_schema_conformance"
 BUDGET_SECONDS = 90
@@ -38,6 +40,11 @@ def test_every_operation_answers_as_its_openapi_schema_says(
     api = spawn(["api"], env, name="api")
     base = f"http://127.0.0.1:{env['PORT']}"
     api.wait_http(base)
+    hooks_env = {
+        **env,
+        "SCHEMATHESIS_HOOKS": HOOKS.stem,
+        "PYTHONPATH": f"{HOOKS.parent}{os.pathsep}{env.get('PYTHONPATH', '')}",
+    }
     run = spawn(
         [
             "--config-file", str(CONFIG),
@@ -53,7 +60,7 @@ def test_every_operation_answers_as_its_openapi_schema_says(
             "--header", f"Authorization: Bearer {token}",
             "--no-color",
         ],
-        env,
+        hooks_env,
         name="schemathesis",
         module="schemathesis.cli",
         cwd=tmp_path,  # its .hypothesis/ database stays out of the checkout
