@@ -44,6 +44,7 @@ from jobqueue.enqueue.enqueuer import insert, opened
 from jobqueue.enqueue.rows import Rows
 from jobqueue.http_workers.service import HttpWorkers
 from jobqueue.inspection import Inspector
+from jobqueue.job_types import DeclaredTypes
 from jobqueue.model import fields
 from jobqueue.model.job import RETRYABLE_STATES, Attempt, Job, JobStatus, QueueInfo, WorkerInfo
 from jobqueue.model.options import BatchOptions, EnqueueOptions
@@ -95,6 +96,8 @@ class JobQueue(Connected):
         # queues, each a small service on this queue's store.
         self.inspect = Inspector(self)
         self.tokens = TokenAdmin(self.store)
+        # Job types declared ahead of any worker (`jobqueue types`).
+        self.types = DeclaredTypes(self.store)
         # Workers in other languages, over HTTP (docs/http-workers.md).
         self.http_workers = HttpWorkers(self)
 

@@ -81,12 +81,70 @@ async def test_a_claimed_job_completes_with_its_result(
         assert done.status_code == 200, done.text
         shown = (await client.get(f"/jobs/{job_id}", headers=auth(token))).json()
         assert (shown["status"], shown["result"]) == ("completed", {"width": 100})
-        # Its lease ended with the job: a second write is refused.
-        again = await client.post(
-            f"/jobs/{job_id}/complete", json={"lease": job["lease"]}, headers=auth(token)
+        # Its lease ended with the job: a heartbeat is refused.
+        late = await client.post(
+            f"/jobs/{job_id}/heartbeat", json={"lease": job["lease"]}, headers=auth(token)
         )
-        assert again.status_code == 409
-        assert "nothing changed" in again.json()["detail"]
+        assert late.status_code == 409
+        assert "nothing changed" in late.json()["detail"]
+
+
+async def test_an_outcome_sent_again_is_answered_as_applied_and_changes_nothing(
+    api: tuple[str, Process], db: asyncpg.Connection, schema: str
+) -> None:
+    """A worker whose answer was lost sends its outcome again: it is answered as it
+    was applied, the first result or error kept; once the job was rescued, the same
+    outcome is a stale lease's, refused."""
+    base, _ = api
+    token = await make_token(db, schema, "resender", WORK)
+    async with httpx.AsyncClient(base_url=base) as client:
+        completed = await enqueue(client, token, queue="images")
+        retried = await enqueue(client, token, queue="images", max_attempts=2)
+        [done, failed] = (await claim(client, token, max=2)).json()["jobs"]
+        first = {"lease": done["lease"], "result": {"n": 1}}
+        again = {"lease": done["lease"], "result": {"n": 2}}
+        for body in (first, again):
+            answer = await client.post(
+                f"/jobs/{completed}/complete", json=body, headers=auth(token)
+            )
+            assert (answer.status_code, answer.json()["status"]) == (200, "completed"), answer.text
+        shown = (await client.get(f"/jobs/{completed}", headers=auth(token))).json()
+        assert shown["result"] == {"n": 1}
+
+        error = {"lease": failed["lease"], "error": {"type": "Boom"}, "retry_in_seconds": 60}
+        answers = [
+            await client.post(f"/jobs/{retried}/fail", json=error, headers=auth(token))
+            for _ in range(2)
+        ]
+        assert [a.status_code for a in answers] == [200, 200]
+        assert [a.json()["status"] for a in answers] == ["pending", "pending"]
+        assert 58 < answers[1].json()["retry_in_seconds"] <= 60
+        other = {**error, "error": {"type": "Other"}}
+        not_this = await client.post(f"/jobs/{retried}/fail", json=other, headers=auth(token))
+        assert not_this.status_code == 409  # not the outcome that was applied
+        attempts = (await client.get(f"/jobs/{retried}/attempts", headers=auth(token))).json()
+        assert [a["error"] for a in attempts["attempts"]] == ["Boom"]
+        batch = {"outcomes": [first, error]}
+        answer = await client.post("/outcomes", json=batch, headers=auth(token))
+        assert [(o["ok"], o["status"]) for o in answer.json()["outcomes"]] == [
+            (True, "completed"),
+            (True, "pending"),
+        ]
+
+        # A job rescued after its lease lapsed: that lease's outcome was never applied.
+        rescued = await enqueue(client, token, queue="images")
+        [lapsed] = (await claim(client, token)).json()["jobs"]
+        await db.execute(
+            f"UPDATE \"{schema}\".jobs SET lease_expires_at = now() - interval '1 s' WHERE id = $1",
+            rescued,
+        )
+        assert [r.id for r in await Store(db, schema).rescue(limit=10)] == [rescued]
+        for path, body in (
+            ("complete", {"lease": lapsed["lease"]}),
+            ("fail", {"lease": lapsed["lease"], "error": {"type": "Late"}}),
+        ):
+            late = await client.post(f"/jobs/{rescued}/{path}", json=body, headers=auth(token))
+            assert late.status_code == 409, (path, late.text)
 
 
 async def test_a_waiting_claim_is_woken_by_an_enqueue_and_one_with_nothing_due_ends_empty(

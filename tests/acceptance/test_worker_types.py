@@ -60,7 +60,8 @@ def test_enqueue_refuses_a_type_no_live_worker_handles(env: dict[str, str], spaw
     assert (nobody.returncode, nobody.stdout) == (2, "")
     assert nobody.stderr == (
         "jobqueue: error: no live worker of queue default has a handler for type 'noop' "
-        "(known types: none); --force stores it anyway\n"
+        "(known types: none), and it is not declared (jobqueue types add); --force stores it "
+        "anyway\n"
     )
     server = spawn(["serve"], env, name="serve")
     base = f"http://127.0.0.1:{env['PORT']}"
@@ -70,7 +71,8 @@ def test_enqueue_refuses_a_type_no_live_worker_handles(env: dict[str, str], spaw
     assert (typo.returncode, typo.stdout) == (2, "")
     assert typo.stderr == (
         "jobqueue: error: no live worker of queue default has a handler for type 'typo_task' "
-        f"(known types: {KNOWN}); --force stores it anyway\n"
+        f"(known types: {KNOWN}), and it is not declared (jobqueue types add); --force stores "
+        "it anyway\n"
     )
     elsewhere = jobqueue(env, "enqueue", "noop", "{}", "--queue", "mail")
     assert elsewhere.returncode == 2

@@ -732,7 +732,7 @@ export interface components {
          * Action
          * @enum {string}
          */
-        Action: "job.retry" | "jobs.retry" | "job.cancel" | "jobs.cancel" | "queue.pause" | "queue.resume" | "queue.limits" | "token.create" | "token.revoke" | "workflow.cancel" | "request.refused";
+        Action: "job.retry" | "jobs.retry" | "job.cancel" | "jobs.cancel" | "queue.pause" | "queue.resume" | "queue.limits" | "token.create" | "token.revoke" | "workflow.cancel" | "type.declare" | "type.remove" | "request.refused";
         /**
          * Attempt
          * @description One attempt of a job, from its attempt history: every failed one, and any other
@@ -1536,7 +1536,7 @@ export interface components {
             lease: string;
             /**
              * Ok
-             * @description Applied; false: the lease lost its job (nothing changed).
+             * @description Applied, now or before (the same outcome sent again: nothing changed); false: the lease lost its job (nothing changed).
              */
             ok: boolean;
             /** Id */
@@ -2336,7 +2336,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
             };
             /** @description No token, a malformed, unknown, expired or revoked one */
             401: {

@@ -241,7 +241,7 @@ async def retry_job(
     response_model=Job,
     summary="Cancel a job",
     responses=declare(
-        {202: {"description": "The job is running: its worker was asked to stop it"}},
+        {202: {"description": "The job is running: its worker was asked to stop it", "model": Job}},
         JOB_NOT_FOUND,
         conflict("The job already completed or failed"),
         INVALID,

@@ -3,14 +3,16 @@
 reach, and the Idempotency-Key. The FastAPI routes of POST /jobs and POST /jobs/batch
 (job_routes.py) and the middleware that serves most of their requests (enqueue.py)
 store through ``enqueue_one`` and ``enqueue_batch``; POST /workflows
-(workflow_routes.py) checks its jobs with ``check``, ``queue_of`` and
-``problems_status``.
+(workflow_routes.py) checks its jobs with ``known``, ``check``, ``queue_of`` and
+``problems_status``. A type with no task here is checked against the declared types
+(jobqueue.job_types) and those live workers announce.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from fastapi import HTTPException
 
@@ -21,6 +23,7 @@ from jobqueue.app import JobQueue
 from jobqueue.auth import access
 from jobqueue.enqueue.idempotency import IdempotencyKey, IdempotencyKeyReused
 from jobqueue.enqueue.new_job import NewJob
+from jobqueue.job_types import Checker
 from jobqueue.model.job import Job
 from jobqueue.model.tokens import Principal
 from jobqueue.task import PayloadError, job_options
@@ -40,8 +43,7 @@ async def enqueue_one(
 ) -> tuple[Job, bool]:
     """POST /jobs once its request is parsed: the job, and whether it is new. Raises
     the HTTPException to answer (IdempotentJobGone: the 410, see api/errors.py)."""
-    served = await announced(jq, [new]) if check_types and new.type not in jq.tasks else NONE
-    problems = check(jq, check_types, new, ["body"], served)
+    problems = check(jq, check_types, new, ["body"], await known(jq, [new], check_types))
     if problems:
         raise HTTPException(problems_status(problems), detail=problems)
     refused = access.may_enqueue(who, queue=queue_of(jq, new), type=new.type, field="body")
@@ -81,11 +83,11 @@ async def enqueue_batch(
     trace: dict[str, str | None],
 ) -> list[int]:
     """POST /jobs/batch once its request is parsed: the new jobs' ids."""
-    served = await announced(jq, batch.jobs) if check_types else NONE
+    types = await known(jq, batch.jobs, check_types)
     problems = [
         problem
         for i, new in enumerate(batch.jobs)
-        for problem in check(jq, check_types, new, ["body", "jobs", i], served)
+        for problem in check(jq, check_types, new, ["body", "jobs", i], types)
     ]
     if problems:
         raise HTTPException(problems_status(problems), detail=problems)
@@ -97,19 +99,35 @@ async def enqueue_batch(
     return await jq.enqueue_jobs(batch.jobs, headers=trace)
 
 
-NONE: frozenset[tuple[str, str]] = frozenset()
+@dataclass(frozen=True)
+class Known:
+    """What makes a type with no task here acceptable: its declaration (`jobqueue types
+    add`, with the payload schema it may hold), or a live worker announcing it."""
+
+    declared: Mapping[str, Checker]
+    # (queue, type) pairs a live worker announces (a worker over HTTP names the types
+    # it serves when it claims; another process's Python worker names its tasks').
+    served: frozenset[tuple[str, str]]
 
 
-async def announced(jq: JobQueue, news: Iterable[NewJob]) -> frozenset[tuple[str, str]]:
-    """The (queue, type) pairs of ``news`` with no task here that a live worker
-    announces (a worker over HTTP names the types it serves when it claims; another
-    process's Python worker names its tasks'): their jobs are accepted too. A query
-    per queue, only for types this process has no task for."""
-    unknown = {(queue_of(jq, new), new.type) for new in news if new.type not in jq.tasks}
+NOTHING = Known({}, frozenset())
+
+
+async def known(jq: JobQueue, news: Iterable[NewJob], check_types: bool) -> Known:
+    """What ``news`` need of declared and announced types: nothing for a type with a task
+    here; the declared ones from the cache of jq.types (no query once warm); and, when
+    types are checked, a query per queue of what live workers announce, for the rest."""
+    untasked = [new for new in news if new.type not in jq.tasks]
+    if not untasked:
+        return NOTHING
+    declared = await jq.types.checkers({new.type for new in untasked})
+    unknown = {(queue_of(jq, new), new.type) for new in untasked if new.type not in declared}
+    if not check_types or not unknown:
+        return Known(declared, frozenset())
     served: set[tuple[str, str]] = set()
     for queue in {queue for queue, _ in unknown}:
         served.update((queue, type_) for type_ in await jq.inspect.handled_types(queue))
-    return frozenset(unknown & served)
+    return Known(declared, frozenset(unknown & served))
 
 
 def check(
@@ -117,11 +135,11 @@ def check(
     check_types: bool,
     new: NewJob,
     loc: list[str | int],
-    served: frozenset[tuple[str, str]] = NONE,
+    types: Known = NOTHING,
 ) -> list[dict[str, object]]:
-    """What the model cannot check alone: the payload's size and the type's handler (a
-    task here, or a live worker's, ``served``), and in a batch, that no job has a
-    unique key."""
+    """What the model cannot check alone: the payload's size, its task's payload type or
+    its declared type's schema, that the type has a handler (a task here, a declaration
+    or a live worker's, ``types``), and in a batch, that no job has a unique key."""
     problems = []
     if "jobs" in loc and new.unique_key is not None:
         problems.append(
@@ -147,13 +165,20 @@ def check(
             problems.extend(
                 field_error([*loc, "payload", *e["loc"]], e["msg"], e["type"]) for e in exc.errors
             )
-    if check_types and task is None and (queue_of(jq, new), new.type) not in served:
+    declared = types.declared.get(new.type) if task is None else None
+    if declared is not None:
+        problems.extend(
+            field_error([*loc, "payload", *path], message, "payload_schema")
+            for path, message in declared.problems(new.payload)
+        )
+    elif check_types and task is None and (queue_of(jq, new), new.type) not in types.served:
         known = ", ".join(sorted(jq.tasks)) or "none"
         problems.append(
             field_error(
                 [*loc, "type"],
-                f"no handler is registered for type {new.type!r}, and no live worker of its "
-                f"queue announces one; known types: {known}",
+                f"no handler is registered for type {new.type!r}, no live worker of its "
+                f"queue announces one, and it is not declared (jobqueue types add); "
+                f"known types: {known}",
                 "unknown_type",
             )
         )

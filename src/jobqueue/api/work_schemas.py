@@ -221,7 +221,10 @@ class OutcomesRequest(BaseModel):
 
 class OutcomeApplied(BaseModel):
     lease: str
-    ok: bool = Field(description="Applied; false: the lease lost its job (nothing changed).")
+    ok: bool = Field(
+        description="Applied, now or before (the same outcome sent again: nothing changed); "
+        "false: the lease lost its job (nothing changed)."
+    )
     id: int
     status: Literal["completed", "pending", "failed", "cancelled"] | None = None
     retry_in_seconds: float | None = None

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Body, HTTPException, Path, Request
 from pydantic import BaseModel
 
 from jobqueue.api.errors import field_error
-from jobqueue.api.new_jobs import NONE, announced, check, problems_status, queue_of
+from jobqueue.api.new_jobs import check, known, problems_status, queue_of
 from jobqueue.api.responses import (
     BODY,
     ENQUEUE_UNAVAILABLE,
@@ -92,7 +92,7 @@ async def create_workflow(
     have ended (docs/workflows.md)."""
     jq = jobqueue(request)
     check_types = request.app.state.check_types
-    served = await announced(jq, spec.jobs) if check_types else NONE
+    types = await known(jq, spec.jobs, check_types)
     problems = [
         problem
         for i, new in enumerate(spec.jobs)
@@ -102,7 +102,7 @@ async def create_workflow(
             check_types,
             new.model_copy(update={"unique_key": None}),
             ["body", "jobs", i],
-            served,
+            types,
         )
     ]
     if problems:

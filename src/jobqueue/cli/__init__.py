@@ -15,6 +15,7 @@ from jobqueue.cli import (
     service,
     settings,
     tokens,
+    types,
     workers,
     workflows,
 )
@@ -76,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     jobs.add_jobs_commands(commands)
     workflows.add_workflow_commands(commands)
     tokens.add_token_commands(commands)
+    types.add_type_commands(commands)
     audit.add_audit_command(commands)
     settings.add_settings_command(commands)
     return parser

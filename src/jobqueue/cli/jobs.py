@@ -28,6 +28,7 @@ from jobqueue.cli.output import (
     print_records,
     print_table,
 )
+from jobqueue.job_types import Checker
 from jobqueue.model import fields
 from jobqueue.model.job import FINAL_STATES, Attempt, Job, JobNotFound, JobStatus
 from jobqueue.task import job_options
@@ -150,7 +151,10 @@ def run_enqueue(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
 
     async def enqueue() -> Job:
-        if not args.force:
+        declared = (await jq.types.checkers([job_type])).get(job_type)
+        if declared is not None:
+            refuse_off_schema(declared, payload)
+        elif not args.force:
             await refuse_unhandled(jq, job_type, job_options(None, jq.settings, args.queue)[0])
         return await jq.enqueue(job_type, payload, **options)
 
@@ -168,13 +172,25 @@ def run_enqueue(args: argparse.Namespace) -> int:
 async def refuse_unhandled(jq: JobQueue, job_type: str, queue: str) -> None:
     """UsageError unless a live worker serving ``queue`` has a handler for ``job_type``:
     the CLI loads no application, so the workers' announcements (their rows in the
-    workers table, migration 0024) are what says which types run."""
+    workers table, migration 0024) are what says which types run. A declared type
+    (`jobqueue types add`) is not asked this."""
     known = await jq.inspect.handled_types(queue)
     if job_type not in known:
         raise UsageError(
             f"no live worker of queue {queue} has a handler for type {job_type!r} "
-            f"(known types: {', '.join(known) or 'none'}); --force stores it anyway"
+            f"(known types: {', '.join(known) or 'none'}), and it is not declared "
+            "(jobqueue types add); --force stores it anyway"
         )
+
+
+def refuse_off_schema(declared: Checker, payload: Any) -> None:
+    """UsageError naming where ``payload`` breaks its declared type's schema, if it does."""
+    problems = declared.problems(payload)
+    if problems:
+        path, message = problems[0]
+        where = ".".join(["payload", *(str(p) for p in path)])
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise UsageError(f"{where}: {message}{more}")
 
 
 def run_jobs_get(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ from jobqueue.audit import Actor
 from jobqueue.auth.tokens import new_token
 from jobqueue.cli.common import Commands, UsageError, add_output_flags, client, with_jobqueue
 from jobqueue.cli.output import format_time, print_json, print_table
-from jobqueue.model.tokens import TokenError, TokenInfo
+from jobqueue.model.tokens import Scope, TokenError, TokenInfo
 
 
 def add_token_commands(commands: Commands) -> None:
@@ -35,8 +35,7 @@ def add_token_commands(commands: Commands) -> None:
         action="append",
         required=True,
         metavar="SCOPE",
-        help="what it may do, repeatable: jobs:enqueue, jobs:read, payloads:read, "
-        "jobs:control, queues:control, metrics:read, admin",
+        help=f"what it may do, repeatable: {', '.join(Scope)}",
     )
     create.add_argument(
         "--queue", action="append", metavar="Q", help="only these queues (repeatable)"

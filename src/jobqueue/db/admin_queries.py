@@ -1,10 +1,15 @@
-"""The store's queries of the audit log, the schema and its migrations, and API tokens.
+"""The store's queries of the audit log, the schema and its migrations, API tokens and
+declared job types.
 Part of the Store (db/store.py), which inherits it."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from jobqueue.db.query_base import QueryBase, _count, _or_none
 from jobqueue.model.audit import AuditEntry
+from jobqueue.model.job_types import DeclaredType
 from jobqueue.model.tokens import StoredToken, TokenInfo
 
 
@@ -97,3 +102,30 @@ class AdminQueries(QueryBase):
     async def schema_tables(self) -> set[str]:
         """The names of the schema's tables."""
         return {row["name"] for row in await self.db.fetch(self._q.schema_tables)}
+
+    # -- declared job types --------------------------------------------------------------
+
+    async def job_type_put(
+        self, *, name: str, payload_schema: dict[str, Any] | None
+    ) -> tuple[DeclaredType, bool]:
+        """``name`` declared, or its schema replaced; and whether it is new."""
+        schema = None if payload_schema is None else json.dumps(payload_schema)
+        record = await self.db.fetchrow(self._q.job_type_put, name, schema)
+        return _declared(record), bool(record["created"])
+
+    async def job_type_remove(self, *, name: str) -> DeclaredType | None:
+        record = await self.db.fetchrow(self._q.job_type_remove, name)
+        return None if record is None else _declared(record)
+
+    async def job_types_list(self) -> list[DeclaredType]:
+        return [_declared(r) for r in await self.db.fetch(self._q.job_types_list)]
+
+
+def _declared(record: Any) -> DeclaredType:
+    schema = record["payload_schema"]
+    return DeclaredType(
+        name=record["name"],
+        payload_schema=None if schema is None else json.loads(schema),
+        created_at=record["created_at"],
+        updated_at=record["updated_at"],
+    )

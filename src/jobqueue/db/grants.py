@@ -62,6 +62,7 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         "queue_minutes": "SELECT",  # the dashboard's charts
         "workflows": "SELECT, INSERT, UPDATE",  # POST /workflows; cancel reads, locks
         "workflow_edges": "SELECT, INSERT",
+        "job_types": "SELECT",  # declared types, which POST /jobs accepts and checks
     },
 }
 

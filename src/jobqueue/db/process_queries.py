@@ -1,5 +1,6 @@
-"""The store's queries of the processes: the workers table and the leader's work. Part
-of the Store (db/store.py), which inherits it."""
+"""The store's queries of the processes: the workers table, the leader's work, and what
+workers over HTTP ask after a refused outcome. Part of the Store (db/store.py), which
+inherits it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Sequence
 
 from jobqueue.db.query_base import QueryBase, _count
 from jobqueue.db.records import (
+    LastOutcome,
     Rescued,
 )
 from jobqueue.model.job import WorkerInfo
@@ -111,3 +113,10 @@ class ProcessQueries(QueryBase):
         return _count(
             await self.db.execute(self._q.idempotency_keys_expire, limit, self.clock.now())
         )
+
+    # -- workers over HTTP --------------------------------------------------------------
+
+    async def outcome_applied(self, *, job_id: int) -> LastOutcome | None:
+        """The job as a refused outcome asks after it; None if it is gone."""
+        r = await self.db.fetchrow(self._q.outcome_applied, job_id)
+        return None if r is None else LastOutcome(**dict(r.items()))

@@ -120,6 +120,19 @@ class Renewal:
 
 
 @dataclass(frozen=True, slots=True)
+class LastOutcome:
+    """A job as a refused outcome over HTTP asks after it (outcome_applied.sql): its
+    status, the token of its last claim, and its last attempt's row, if any."""
+
+    status: str
+    claim_token: int | None
+    last_error: str | None
+    retry_in: float
+    attempt_worker: str | None
+    attempt_error: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class RememberedKey:
     """An idempotency key as stored: the hash of the request that took it, the id of
     the job it answered with, and that job (None once retention deleted it)."""

@@ -611,6 +611,18 @@ CREATE TABLE jobqueue.job_logs (
 );
 
 --
+-- Name: job_types; Type: TABLE; Schema: jobqueue; Owner: -
+--
+
+CREATE TABLE jobqueue.job_types (
+    name text NOT NULL,
+    payload_schema jsonb,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT job_types_name_check CHECK ((name <> ''::text))
+);
+
+--
 -- Name: jobqueue_migrations; Type: TABLE; Schema: jobqueue; Owner: -
 --
 
@@ -854,6 +866,13 @@ ALTER TABLE ONLY jobqueue.job_attempts
 
 ALTER TABLE ONLY jobqueue.job_logs
     ADD CONSTRAINT job_logs_pkey PRIMARY KEY (job_id, attempt, started_at);
+
+--
+-- Name: job_types job_types_pkey; Type: CONSTRAINT; Schema: jobqueue; Owner: -
+--
+
+ALTER TABLE ONLY jobqueue.job_types
+    ADD CONSTRAINT job_types_pkey PRIMARY KEY (name);
 
 --
 -- Name: jobqueue_migrations jobqueue_migrations_pkey; Type: CONSTRAINT; Schema: jobqueue; Owner: -

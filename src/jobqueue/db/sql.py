@@ -80,6 +80,9 @@ class Queries:
     job_attempts: str
     job_log_append: str
     job_log_size: str
+    job_type_put: str
+    job_type_remove: str
+    job_types_list: str
     jobs_cancel_requested: str
     jobs_changed_since: str
     jobs_count_bounded: str
@@ -101,6 +104,7 @@ class Queries:
     migrations_applied: str
     migrations_create: str
     migrations_record: str
+    outcome_applied: str
     ping: str
     priority_age: str
     progress: str

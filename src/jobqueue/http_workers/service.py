@@ -27,7 +27,7 @@ from jobqueue.db.records import ClaimedJob, Failure, LogChunk, ParentResult, Pro
 from jobqueue.db.store import Store
 from jobqueue.http_workers.leases import Lease
 from jobqueue.logs import get_logger
-from jobqueue.model.job import JobStatus
+from jobqueue.model.job import CANCELLED_WHILE_RUNNING, JobStatus
 from jobqueue.observability import joblogs
 from jobqueue.observability.attempts import Outcome
 from jobqueue.retry import ExponentialBackoff
@@ -354,7 +354,7 @@ class HttpWorkers:
                 completed = status is JobStatus.COMPLETED
                 refused = await store.complete(
                     jobs=[lease.held() for lease in leases], worker_id=worker_id, status=status,
-                    error=None if completed else "cancelled while running",
+                    error=None if completed else CANCELLED_WHILE_RUNNING,
                     results=kept if completed else None,
                 )  # fmt: skip
                 lost = {job.id for job in refused}
@@ -367,7 +367,39 @@ class HttpWorkers:
                                           if lease.job_id not in lost])  # fmt: skip
         for failed in (i for i in items if isinstance(i, Failed)):
             applied[failed.lease] = await self._fail(store, failed)
+        for item in items:
+            if applied[item.lease] == (None, None):
+                applied[item.lease] = await self._sent_again(store, item)
         return applied
+
+    async def _sent_again(
+        self, store: Store, item: Completion | Failed
+    ) -> tuple[OutcomeStatus | None, float | None]:
+        """A refused outcome may be this very claim's, applied before and sent again
+        because its answer was lost: it is answered as it was applied, and changes
+        nothing (the result or error first sent stays). Otherwise the lease is stale:
+        (None, None). The claim's token stays on its job until the next claim, so an
+        outcome of an earlier claim never matches."""
+        last = await store.outcome_applied(job_id=item.lease.job_id)
+        if last is None or last.claim_token != item.lease.claim:
+            return None, None
+        if isinstance(item, Completion):
+            if last.status == "completed":
+                return "completed", None
+            if last.status == "cancelled" and last.last_error == CANCELLED_WHILE_RUNNING:
+                return "cancelled", None
+            return None, None
+        # A failure wrote its attempt's row, as a rescue of the lapsed lease also does
+        # for the same worker, but with its own error.
+        if (last.attempt_worker, last.attempt_error) != (item.worker_id, item.error):
+            return None, None
+        if last.status == "pending":
+            return "pending", last.retry_in
+        if last.status == "failed":
+            return "failed", None
+        if last.status == "cancelled":
+            return "cancelled", None
+        return None, None
 
     async def _fail(
         self, store: Store, failed: Failed

@@ -22,6 +22,8 @@ class Action(enum.StrEnum):
     TOKEN_CREATE = "token.create"
     TOKEN_REVOKE = "token.revoke"
     WORKFLOW_CANCEL = "workflow.cancel"
+    TYPE_DECLARE = "type.declare"  # a job type declared, or its payload schema replaced
+    TYPE_REMOVE = "type.remove"
     REQUEST_REFUSED = "request.refused"  # a 403: the token may not do it (api/refusals.py)
 
 

@@ -35,6 +35,9 @@ class JobStatus(enum.StrEnum):
 
 FINAL_STATES = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED})
 RETRYABLE_STATES = frozenset({JobStatus.FAILED, JobStatus.CANCELLED})
+# The last_error of a job that ended cancelled because it was asked to stop while it
+# ran (not one cancelled before it started, nor one rescued after a cancel request).
+CANCELLED_WHILE_RUNNING = "cancelled while running"
 
 
 class JobNotFound(LookupError):

@@ -23,7 +23,7 @@ from jobqueue.db.pool import log_failure, resend_unsent
 from jobqueue.db.records import ClaimedJob, Failure
 from jobqueue.db.store import Store
 from jobqueue.logs import get_logger
-from jobqueue.model.job import JobStatus
+from jobqueue.model.job import CANCELLED_WHILE_RUNNING, JobStatus
 
 log = get_logger("jobqueue.completer")
 
@@ -190,7 +190,7 @@ class Completer:
                             jobs=cancelled,
                             worker_id=worker_id,
                             status=JobStatus.CANCELLED,
-                            error="cancelled while running",
+                            error=CANCELLED_WHILE_RUNNING,
                         ),
                     )
                     cancelled = []
