@@ -12,7 +12,7 @@ JSON. It is not a test: nothing here asserts a time.
     jobqueue bench --only limits                     # what shared limits cost (bench/limits.py)
     jobqueue bench --only drain_1proc,workflow_fanout,workflow_chain,workflow_release
     jobqueue bench --only drain_1proc,drain_50types,drain_any_type   # the claim's type filter
-    jobqueue bench --only drain_1proc,http_workers   # workers over HTTP (Go client; golang-go)
+    jobqueue bench --only drain_1proc,http_workers   # workers over HTTP (Go, TypeScript clients)
 """
 
 from __future__ import annotations
@@ -175,9 +175,10 @@ def main(argv: list[str] | None = None) -> int:
                 )
             )
             if isinstance(ours.get("drain_1proc"), int | float):
-                ours["http_worker_drain_ratio"] = round(
-                    ours["http_worker_drain"] / ours["drain_1proc"], 3
-                )
+                for suffix in ("", "_ts"):
+                    ours[f"http_worker_drain{suffix}_ratio"] = round(
+                        ours[f"http_worker_drain{suffix}"] / ours["drain_1proc"], 3
+                    )
         if not args.only or "enqueue_http" in args.only.split(","):
             figures["systems"]["jobqueue"].update(
                 enqueue_http(dsns["jobqueue"], args.runs, 0.1 if args.quick else 1)

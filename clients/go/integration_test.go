@@ -289,7 +289,13 @@ func TestLiveRefusalsAreTypedErrorsWithTheServersMessage(t *testing.T) {
 	if err != nil || applied.Status != Completed {
 		t.Fatalf("%+v %v", applied, err)
 	}
-	_, err = client.Complete(ctx, stale.ID, stale.Lease, "late")
+	// The same lease's completion sent again (its answer lost): answered as applied,
+	// the first result kept.
+	again, err := client.Complete(ctx, stale.ID, stale.Lease, "late")
+	if err != nil || again.Status != Completed {
+		t.Fatalf("sent again: %+v %v", again, err)
+	}
+	_, err = client.Fail(ctx, stale.ID, stale.Lease, JobError{Type: "Late"}, FailOptions{})
 	if !errors.Is(err, ErrLeaseLost) || !errors.As(err, &refused) || !strings.Contains(refused.Detail, "nothing changed") {
 		t.Fatalf("409: %v", err)
 	}
@@ -300,7 +306,8 @@ func TestLiveRefusalsAreTypedErrorsWithTheServersMessage(t *testing.T) {
 	if err != nil || renewals[0].OK {
 		t.Fatalf("%+v %v", renewals, err)
 	}
-	answers, err := client.Outcomes(ctx, []Outcome{{Lease: stale.Lease, Result: []byte(`"late"`)}})
+	late := &JobError{Type: "Late"}
+	answers, err := client.Outcomes(ctx, []Outcome{{Lease: stale.Lease, Error: late}})
 	if err != nil || answers[0].OK || answers[0].ID != stale.ID {
 		t.Fatalf("%+v %v", answers, err)
 	}

@@ -99,6 +99,7 @@ type running struct {
 	lost            int32
 	shutdown        int32
 	finished        int32 // the handler returned
+	slotFreed       bool  // its slot is free for another claim (under Worker.mu)
 }
 
 func (r *running) requestCancel() {
@@ -313,6 +314,11 @@ func (w *Worker) claimLoop(ctx context.Context, jobs context.Context) error {
 	for ctx.Err() == nil {
 		w.mu.Lock()
 		free := w.free
+		// Jobs whose outcome is not answered yet hold no slot, but are held: at most
+		// Concurrency of them, so that an unreachable server stops the claims.
+		if room := 2*w.cfg.Concurrency - len(w.running); free > room {
+			free = room
+		}
 		w.mu.Unlock()
 		if free <= 0 {
 			select {
@@ -432,6 +438,23 @@ func (w *Worker) execute(r *running) {
 		}
 	}
 	w.queue(pendingOutcome{run: r, outcome: outcome})
+	// The handler is done: its slot takes another job while its outcome is sent.
+	w.releaseSlot(r)
+}
+
+// releaseSlot frees the job's slot, once: its handler is done, or its job is no
+// longer held.
+func (w *Worker) releaseSlot(r *running) {
+	w.mu.Lock()
+	if !r.slotFreed {
+		r.slotFreed = true
+		w.free++
+	}
+	w.mu.Unlock()
+	select {
+	case w.freed <- struct{}{}:
+	default:
+	}
 }
 
 // queue adds an outcome (or a release) to those sendOutcomes sends.
@@ -465,18 +488,14 @@ func (w *Worker) call(r *running) (result any, err error) {
 	return handler(r.ctx, r.job)
 }
 
-// freeSlot frees the job's slot: its outcome was answered, or it will never be sent.
+// freeSlot lets the job go: its outcome was answered, or it will never be sent.
 func (w *Worker) freeSlot(r *running) {
 	w.mu.Lock()
 	if w.running[r.job.Lease] == r {
 		delete(w.running, r.job.Lease)
-		w.free++
 	}
 	w.mu.Unlock()
-	select {
-	case w.freed <- struct{}{}:
-	default:
-	}
+	w.releaseSlot(r)
 }
 
 // sendOutcomes reports the pending outcomes, gathered for the batch window, and hands

@@ -1,8 +1,8 @@
-"""POST /jobs and POST /jobs/batch are served twice: by a plain ASGI middleware
-(api/enqueue.py), and by the FastAPI routes it hands the rest on to. Every request
-here goes to the API as it is and to the same API with the FastAPI routes alone, and
-both must answer the same, status, headers and body, errors included; the requests the
-middleware takes must be taken without handing them on."""
+"""POST /jobs, POST /jobs/batch, POST /claims and POST /outcomes are served twice: by a
+plain ASGI middleware (api/lean.py), and by the FastAPI routes it hands the rest on to.
+Every request here goes to the API as it is and to the same API with the FastAPI routes
+alone, and both must answer the same, status, headers and body, errors included; the
+requests the middleware takes must be taken without handing them on."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from jobqueue.api import create_app, enqueue
+from jobqueue.api import create_app, lean
 from jobqueue.app import JobQueue
 from jobqueue.auth import tokens
 from jobqueue.enqueue.new_job import NewJob
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.anyio
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 # What differs between two requests that store a job: its id and times.
-VOLATILE = {"id", "created_at", "updated_at", "run_at", "job_id"}
+VOLATILE = {"id", "created_at", "updated_at", "run_at", "job_id", "lease", "lease_expires_at"}
 # The headers the two ways must agree on.
 HEADERS = ("content-type", "location", "www-authenticate", "retry-after")
 
@@ -36,7 +36,7 @@ Scenario = Callable[[httpx.AsyncClient, str], Awaitable[list[Outcome]]]
 
 def fastapi_only(app: FastAPI) -> FastAPI:
     """``app`` without the lean middleware: FastAPI serves every request, as it did before."""
-    app.user_middleware = [m for m in app.user_middleware if m.cls is not enqueue.LeanEnqueue]
+    app.user_middleware = [m for m in app.user_middleware if m.cls is not lean.LeanRoutes]
     return app
 
 
@@ -64,13 +64,13 @@ async def clients(jq: JobQueue) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.
 def handed_on(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The paths of the requests the lean middleware handed on to FastAPI's routes."""
     seen: list[str] = []
-    original = enqueue.hand_on
+    original = lean.hand_on
 
     async def spy(app: Any, scope: Any, body: bytes, receive: Any, send: Any) -> None:
         seen.append(scope["path"])
         await original(app, scope, body, receive, send)
 
-    monkeypatch.setattr(enqueue, "hand_on", spy)
+    monkeypatch.setattr(lean, "hand_on", spy)
     return seen
 
 
@@ -361,6 +361,58 @@ async def test_tokens_scopes_and_restrictions_are_answered_alike(
     assert answers[0][2]["payload"] is None  # no payloads:read: hidden
     assert answers[6][2]["payload"] == {"n": 7}
     assert "'default'" in answers[4][2]["detail"]  # the 403 names the queue
+
+
+async def test_claims_and_outcomes_are_answered_alike(
+    clients: tuple[httpx.AsyncClient, httpx.AsyncClient], handed_on: list[str]
+) -> None:
+    async def scenario(client: httpx.AsyncClient, tag: str) -> list[Outcome]:
+        queue = f"q-{tag}"
+        jobs = [{"type": "resize", "queue": queue, "payload": {"n": n}} for n in range(4)]
+        assert (await post(client, "/jobs/batch", json.dumps({"jobs": jobs}))).status_code == 201
+        order = {"worker": "w1", "queues": [queue], "types": ["resize"], "max": 4}
+        claim = await post(client, "/claims", json.dumps(order))
+        answers = [outcome(claim, tag)]
+        leases = [job["lease"] for job in claim.json()["jobs"]]
+        for body in [
+            json.dumps({**order, "max": 0}),
+            json.dumps({**order, "wait_seconds": 61}),
+            json.dumps({**order, "worker": "w 1"}),
+            json.dumps({**order, "extra": True}),
+            json.dumps({**order, "wait_seconds": 0}),  # none left
+            "{",
+        ]:
+            answers.append(outcome(await post(client, "/claims", body), tag))
+        done = [
+            {"lease": leases[0], "result": {"ok": True}},
+            {"lease": leases[1], "error": {"type": "Boom", "message": "m"}, "retry_in_seconds": 30},
+            {"lease": leases[2], "error": {"type": "Fatal"}, "discard": True},
+        ]
+        for body in [
+            json.dumps({"outcomes": done}),
+            json.dumps({"outcomes": done[:1]}),  # sent again: answered as applied
+            json.dumps({"outcomes": [{"lease": "1.2.w1"}]}),  # no job it holds: refused
+            json.dumps({"outcomes": [{"lease": "nope"}]}),
+            json.dumps({"outcomes": []}),
+            '{"outcomes": [{"lease": "' + leases[3] + '", "result": NaN}]}',
+            json.dumps({"outcomes": [{"lease": leases[3], "bogus": 1}]}),
+        ]:
+            answers.append(outcome(await post(client, "/outcomes", body), tag))
+        return answers
+
+    answers = await both(scenario, clients)
+    statuses = [status for status, _, _ in answers]
+    assert statuses == [200, 422, 422, 422, 422, 200, 400, 200, 200, 200, 422, 422, 422, 422]
+    assert [j["payload"] for j in answers[0][2]["jobs"]] == [{"n": n} for n in range(4)]
+    assert [(o["ok"], o["status"]) for o in answers[7][2]["outcomes"]] == [
+        (True, "completed"),
+        (True, "pending"),
+        (True, "failed"),
+    ]
+    assert answers[8][2]["outcomes"][0]["status"] == "completed"
+    assert answers[9][2]["outcomes"][0]["ok"] is False
+    # The bodies the models refuse, and the malformed ones.
+    assert handed_on == ["/claims"] * 5 + ["/outcomes"] * 4
 
 
 async def test_an_api_mounted_under_a_prefix_is_served_by_its_fastapi_routes(

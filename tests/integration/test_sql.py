@@ -98,6 +98,7 @@ CHANGED = {"heartbeat": "lease_expires_at IS NOT NULL", "progress": "progress IS
             "bigint[], jsonb, text, text, text, jsonb, timestamptz",
             ", 'completed', NULL, NULL, NULL",
         ),
+        ("complete_leased", "bigint[], jsonb, text, jsonb, timestamptz", ", NULL, NULL"),
         ("fail", "bigint[], jsonb, text, timestamptz", ", NULL"),
         ("release", "bigint[], jsonb, text, timestamptz", ", NULL"),
         ("heartbeat", "bigint[], jsonb, text, float8, timestamptz", ", 30, NULL"),

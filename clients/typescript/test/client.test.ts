@@ -157,8 +157,14 @@ describe("refusals are typed errors", () => {
       status: "completed",
       retry_in_seconds: null,
     });
+    // The same completion sent again (its answer lost): answered as applied, the first
+    // result kept.
+    assert.deepEqual(await work.complete(claimed.lease, "late"), {
+      id: job.id,
+      status: "completed",
+      retry_in_seconds: null,
+    });
     for (const late of [
-      () => work.complete(claimed.lease, "late"),
       () => work.fail(claimed.lease, { type: "Late" }),
       () => work.heartbeat(claimed.lease),
     ]) {

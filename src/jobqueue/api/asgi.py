@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, FastAPI
@@ -14,6 +14,8 @@ from jobqueue.api import (
     enqueue,
     errors,
     job_routes,
+    lean,
+    lean_work,
     limit_routes,
     media,
     operation_routes,
@@ -24,8 +26,10 @@ from jobqueue.api import (
     workflow_routes,
 )
 from jobqueue.api.body_size import BodyLimit
+from jobqueue.api.schemas import NewJobs
 from jobqueue.app import JobQueue
 from jobqueue.auth import authenticator
+from jobqueue.enqueue.new_job import NewJob
 
 if TYPE_CHECKING:
     from jobqueue.observability.metrics import ProcessMetrics
@@ -73,10 +77,10 @@ def create_app(
         app.include_router(each)
     authenticator.install(app, routers)
     errors.install(app)
-    # Innermost: a body that is not JSON is a 415 (what LeanEnqueue hands on, too).
+    # Innermost: a body that is not JSON is a 415 (what LeanRoutes hands on, too).
     app.add_middleware(media.JsonBodies, routes=media.json_routes(routers))
-    # BodyLimit and RequestMetrics see LeanEnqueue's requests as any other.
-    app.add_middleware(enqueue.LeanEnqueue, routes=enqueue_routes(job_routes.router))
+    # BodyLimit and RequestMetrics see LeanRoutes' requests as any other.
+    app.add_middleware(lean.LeanRoutes, endpoints=lean_endpoints(routers))
     app.add_middleware(BodyLimit, max_request_bytes=jq.settings.max_request_bytes)
     if metrics is not None:  # outermost: it sees every answer, a 413 included
         from jobqueue.observability.metrics import RequestMetrics
@@ -86,12 +90,18 @@ def create_app(
     return app
 
 
-def enqueue_routes(router: APIRouter) -> dict[str, APIRoute]:
-    """The FastAPI routes of POST /jobs and POST /jobs/batch, by path."""
+def lean_endpoints(routers: Iterable[APIRouter]) -> dict[str, lean.Endpoint]:
+    """What api/lean.py serves without FastAPI, by path, each with its FastAPI route
+    (what RequestMetrics labels the requests with)."""
+    made: dict[str, Callable[[APIRoute], lean.Endpoint]] = {
+        "/jobs": lambda route: enqueue.Enqueue(route, NewJob),
+        "/jobs/batch": lambda route: enqueue.Enqueue(route, NewJobs),
+        "/claims": lean_work.Claims,
+        "/outcomes": lean_work.Outcomes,
+    }
     return {
-        route.path: route
+        route.path: made[route.path](route)
+        for router in routers
         for route in router.routes
-        if isinstance(route, APIRoute)
-        and route.path in ("/jobs", "/jobs/batch")
-        and "POST" in (route.methods or ())
+        if isinstance(route, APIRoute) and route.path in made and "POST" in (route.methods or ())
     }

@@ -5,6 +5,7 @@ holds its job is a 409 and changes nothing (jobqueue.http_workers)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
@@ -39,6 +40,7 @@ from jobqueue.api.work_schemas import (
     OutcomesRequest,
     ReleaseRequest,
 )
+from jobqueue.app import JobQueue
 from jobqueue.auth import access
 from jobqueue.auth.authenticator import require
 from jobqueue.http_workers.leases import Lease, worker_id
@@ -68,7 +70,19 @@ async def claim(
     `lease_seconds`: with nothing due, the answer waits up to `wait_seconds` for one,
     woken as soon as one is enqueued, then is an empty list. A job claimed for a client
     that went away meanwhile is handed back at once, its attempt not counted."""
-    jq = jobqueue(request)
+    client = request.client.host if request.client else "unknown"
+    return await claimed(jobqueue(request), who, order, client, request.is_disconnected)
+
+
+async def claimed(
+    jq: JobQueue,
+    who: Principal,
+    order: ClaimRequest,
+    client: str,
+    gone: Callable[[], Awaitable[bool]],
+) -> ClaimAnswer:
+    """POST /claims once its request is parsed and its token known (here, and in
+    api/lean_work.py): ``gone`` says whether the client went away."""
     for queue in order.queues:
         access.may_control_queue(who, queue)
     types = order.types
@@ -79,7 +93,6 @@ async def claim(
             if name not in who.types:
                 raise access.Forbidden(f"this token may not use type {name!r}", f"type={name}")
     lease_seconds = order.lease_seconds or jq.settings.lease_seconds
-    client = request.client.host if request.client else "unknown"
     claimed = await jq.http_workers.claim(
         ClaimOrder(
             worker=order.worker,
@@ -91,7 +104,7 @@ async def claim(
             wait_seconds=order.wait_seconds,
             lease_seconds=lease_seconds,
         ),
-        request.is_disconnected,
+        gone,
     )
     expires = datetime.now(UTC) + timedelta(seconds=lease_seconds)
     return ClaimAnswer(
@@ -294,6 +307,12 @@ async def outcomes(
     """Each outcome applied as `complete` (a `result`) or `fail` (an `error`) would
     apply it, the completions in one statement per worker: those whose lease lost its
     job are refused (`ok` false) and change nothing, the rest are applied."""
+    return await applied(jobqueue(request), who, given)
+
+
+async def applied(jq: JobQueue, who: Principal, given: OutcomesRequest) -> OutcomesAnswer:
+    """POST /outcomes once its request is parsed and its token known (here, and in
+    api/lean_work.py)."""
     items: list[Completion | Failed] = []
     for o in given.outcomes:
         lease = _parsed(o.lease)
@@ -305,10 +324,10 @@ async def outcomes(
             items.append(
                 Failed(lease, who_id, error, o.error.traceback, o.retry_in_seconds, o.discard)
             )
-    applied = await jobqueue(request).http_workers.outcomes(items)
+    ended = await jq.http_workers.outcomes(items)
     answers = []
     for o, item in zip(given.outcomes, items, strict=True):
-        status, delay = applied[item.lease]
+        status, delay = ended[item.lease]
         if status is None:
             answers.append(
                 OutcomeApplied(lease=o.lease, ok=False, id=item.lease.job_id, detail=LOST)

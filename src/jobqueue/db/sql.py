@@ -71,6 +71,7 @@ class Queries:
     clock: str
     complete: str
     complete_handoff: str
+    complete_leased: str
     enqueue: str
     enqueue_payloads: str
     enqueue_rows: str
@@ -83,7 +84,6 @@ class Queries:
     job_type_put: str
     job_type_remove: str
     job_types_list: str
-    jobs_cancel_requested: str
     jobs_changed_since: str
     jobs_count_bounded: str
     jobs_due_or_running: str

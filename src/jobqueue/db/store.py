@@ -352,11 +352,6 @@ class Store(ProcessQueries, WorkflowQueries, QueueQueries, AdminQueries, QueryBa
         row = await self.db.fetchrow(self._q.job_log_size, job_id)
         return (0, False) if row is None else (row["size"], row["truncated"])
 
-    async def jobs_cancel_requested(self, *, job_ids: Sequence[int]) -> set[int]:
-        """Those of ``job_ids`` asked to stop."""
-        rows = await self.db.fetch(self._q.jobs_cancel_requested, list(job_ids))
-        return {row["id"] for row in rows}
-
     # -- reading jobs ------------------------------------------------------------------
 
     async def get_job(self, *, job_id: int) -> Job | None:

@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
@@ -24,6 +24,7 @@ from typing import Any, Literal, Protocol
 from jobqueue.config import Settings
 from jobqueue.db.listener import Listener
 from jobqueue.db.records import ClaimedJob, Failure, LogChunk, ParentResult, ProgressReport
+from jobqueue.db.sql import new_jobs
 from jobqueue.db.store import Store
 from jobqueue.http_workers.leases import Lease
 from jobqueue.logs import get_logger
@@ -39,6 +40,12 @@ log = get_logger("jobqueue.api")
 # claimed jobs remembered for their outcomes' metrics, at most.
 ANNOUNCED_TYPES = 100
 CLAIMED_KEPT = 100_000
+
+# How often a worker's row is renewed by its claims, at most: GET /workers shows its
+# last call within this. And how many workers' rows and sets of queues this process
+# remembers (past it, it forgets them all, and each next claim writes its row again).
+ANNOUNCE_SECONDS = 1.0
+REMEMBERED = 10_000
 
 # How often a waiting claim looks for a gone client, and for due jobs when no NOTIFY
 # can come (poll-only, or a job falling due at its run_at, which nothing announces).
@@ -99,7 +106,8 @@ class HttpWorkers:
     def __init__(self, source: Source) -> None:
         self._source = source
         self._listener: asyncio.Task[None] | None = None
-        self._waiting: set[asyncio.Event] = set()
+        # Each waiting claim's wake-up, with the queues it claims from.
+        self._waiting: dict[asyncio.Event, Sequence[str]] = {}
         self._stopping = False
         # For the metrics, when this process exports them (watch_http_workers): each
         # ended attempt as a Python worker's executor logs it (queue, type, run_at,
@@ -108,6 +116,12 @@ class HttpWorkers:
         self.attempt_log: list[Any] | None = None
         self._claimed: dict[int, tuple[str, str, datetime, float]] = {}
         self.announced_types: dict[str, None] = {}
+        # Per worker id, when its row is next renewed, and the queues and types it
+        # said; per set of queues, until when which are limited is known, and which.
+        self._announced: dict[
+            str, tuple[float, tuple[tuple[str, ...], tuple[str, ...] | None]]
+        ] = {}
+        self._limited: dict[tuple[str, ...], tuple[float, Mapping[str, bool]]] = {}
 
     async def _store(self) -> Store:
         return await self._source.store()
@@ -121,7 +135,7 @@ class HttpWorkers:
         await self._announce(store, order)
         deadline = time.monotonic() + order.wait_seconds
         woken = asyncio.Event()
-        self._waiting.add(woken)
+        self._waiting[woken] = order.queues
         try:
             while True:
                 woken.clear()
@@ -133,7 +147,7 @@ class HttpWorkers:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(woken.wait(), min(remaining, CHECK_SECONDS))
         finally:
-            self._waiting.discard(woken)
+            self._waiting.pop(woken, None)
         if jobs and self.attempt_log is not None:
             self._claimed_now(jobs, order.types)
         if await gone():
@@ -157,7 +171,7 @@ class HttpWorkers:
     async def _claim_once(self, store: Store, order: ClaimOrder) -> list[ClaimedJob]:
         claimed: list[ClaimedJob] = []
         async with store.connection() as conn:
-            limited = await conn.queue_limited(queues=order.queues)
+            limited = await self._limited_among(conn, order.queues)
             for queue in order.queues:
                 wanted = order.max - len(claimed)
                 if wanted <= 0:
@@ -177,8 +191,31 @@ class HttpWorkers:
                 claimed.extend(jobs)
         return claimed
 
+    async def _limited_among(self, store: Store, queues: Sequence[str]) -> Mapping[str, bool]:
+        """Which of ``queues`` have a shared limit, as of at most a poll interval ago, as
+        a Python worker's producer reads it: a claim takes no query for it."""
+        key = tuple(queues)
+        known = self._limited.get(key)
+        if known is None or time.monotonic() >= known[0]:
+            if len(self._limited) >= REMEMBERED:
+                self._limited.clear()
+            fresh = await store.queue_limited(queues=queues)
+            known = (time.monotonic() + self._source.settings.poll_interval, fresh)
+            self._limited[key] = known
+        return known[1]
+
     async def _announce(self, store: Store, order: ClaimOrder) -> None:
-        """The worker's row: the queues and types it claims, renewed by every call."""
+        """The worker's row: the queues and types it claims, written by its first claim
+        and whenever they change, and renewed at most every ANNOUNCE_SECONDS: a claim
+        a worker makes as fast as it can costs no write of its row."""
+        said = (tuple(order.queues), None if order.types is None else tuple(order.types))
+        last = self._announced.get(order.worker_id)
+        now = time.monotonic()
+        if last is not None and last[1] == said and now < last[0]:
+            return
+        if len(self._announced) >= REMEMBERED:
+            self._announced.clear()
+        self._announced[order.worker_id] = (now + ANNOUNCE_SECONDS, said)
         await store.worker_register(
             worker_id=order.worker_id,
             host=order.client,
@@ -223,9 +260,14 @@ class HttpWorkers:
             listener = Listener(self._source.direct_dsn, store.schema, store.channel, self._woken)
             self._listener = asyncio.create_task(listener.run(), name="jobqueue-http-workers")
 
-    def _woken(self, queue: str | None) -> None:
-        for event in self._waiting:
-            event.set()
+    def _woken(self, payload: str | None) -> None:
+        """A NOTIFY of new jobs (``payload`` names their queue; None: anywhere, as after
+        the listener reconnected) wakes the claims waiting on that queue, and only
+        them: a worker idle on another queue makes no claim for nothing."""
+        queue = None if payload is None else new_jobs(payload)[0]
+        for event, queues in self._waiting.items():
+            if queue is None or queue in queues:
+                event.set()
 
     def stop(self) -> None:
         """The process is stopping: waiting claims answer now (with what they have),
@@ -332,39 +374,27 @@ class HttpWorkers:
     ) -> dict[Lease, tuple[OutcomeStatus | None, float | None]]:
         """Each outcome applied, fenced by its lease: (its job's status, the retry's
         delay), or (None, None) where the lease lost its job and nothing changed. The
-        completions go in one statement per worker; a failure reads its job's attempts
-        first, for its retry's delay."""
+        completions go in one statement per worker (complete_leased.sql, which ends a
+        job asked to stop as cancelled); a failure reads its job's attempts first, for
+        its retry's delay."""
         store = await self._store()
         applied: dict[Lease, tuple[OutcomeStatus | None, float | None]] = {}
         completions = [i for i in items if isinstance(i, Completion)]
-        # A job asked to stop ends cancelled whatever its handler did, as a worker's.
-        asked = await store.jobs_cancel_requested(job_ids=[c.lease.job_id for c in completions])
         for worker_id, group in _by_worker([(c.lease, c.worker_id) for c in completions]).items():
-            done = [lease for lease in group if lease.job_id not in asked]
-            stopped = [lease for lease in group if lease.job_id in asked]
             results = {
                 str(c.lease.job_id): c.result
                 for c in completions
                 if c.worker_id == worker_id and c.result is not None
             }
-            kept = json.dumps(results) if results else None
-            for leases, status in ((done, JobStatus.COMPLETED), (stopped, JobStatus.CANCELLED)):
-                if not leases:
-                    continue
-                completed = status is JobStatus.COMPLETED
-                refused = await store.complete(
-                    jobs=[lease.held() for lease in leases], worker_id=worker_id, status=status,
-                    error=None if completed else CANCELLED_WHILE_RUNNING,
-                    results=kept if completed else None,
-                )  # fmt: skip
-                lost = {job.id for job in refused}
-                outcome: Literal["completed", "cancelled"] = (
-                    "completed" if status is JobStatus.COMPLETED else "cancelled"
-                )
-                for lease in leases:
-                    applied[lease] = (None, None) if lease.job_id in lost else (outcome, None)
-                await self._ended(store, [(lease.job_id, outcome) for lease in leases
-                                          if lease.job_id not in lost])  # fmt: skip
+            ended = await store.complete_leased(
+                jobs=[lease.held() for lease in group], worker_id=worker_id,
+                results=json.dumps(results) if results else None,
+            )  # fmt: skip
+            for lease in group:
+                status = ended.get(lease.job_id)
+                applied[lease] = (None, None) if status is None else (_ended_as(status), None)
+            await self._ended(store, [(job_id, _ended_as(status))
+                                      for job_id, status in ended.items()])  # fmt: skip
         for failed in (i for i in items if isinstance(i, Failed)):
             applied[failed.lease] = await self._fail(store, failed)
         for item in items:
@@ -428,6 +458,13 @@ class HttpWorkers:
 
 
 OutcomeStatus = Literal["completed", "pending", "failed", "cancelled"]
+# The queues and the types (None: any) a worker's claim names.
+_Said = tuple[tuple[str, ...], tuple[str, ...] | None]
+
+
+def _ended_as(status: str) -> Literal["completed", "cancelled"]:
+    """A completion's status as complete_leased.sql returns it."""
+    return "cancelled" if status == JobStatus.CANCELLED else "completed"
 
 
 @dataclass(frozen=True, slots=True)

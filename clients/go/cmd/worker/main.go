@@ -12,6 +12,8 @@
 //	       ctx is cancelled (a cancel request, a lost lease, the shutdown's grace
 //	       period) and returns ctx.Err()
 //	sleep  sleeps the payload's "ms" milliseconds (ctx permitting), then as echo
+//	stamp  prints "started <job id> <unix time in ns>" as it starts, then as echo
+//	       (the pickup figure of bench/http_workers.py)
 //
 // With -ledger FILE, each handler run appends "<job id> <attempt> <name>" to FILE.
 // SIGINT or SIGTERM stops it: no more claims, running jobs get -grace to finish,
@@ -40,7 +42,7 @@ func main() {
 		name        = flag.String("name", "", "the worker's name (default <host>-<pid>)")
 		queues      = flag.String("queue", "default", "queues to claim from, comma-separated")
 		types       = flag.String("type", "echo", "job types to run, comma-separated")
-		mode        = flag.String("mode", "echo", "what the handlers do: echo, block or sleep")
+		mode        = flag.String("mode", "echo", "what the handlers do: echo, block, sleep or stamp")
 		concurrency = flag.Int("concurrency", 10, "jobs run at once")
 		lease       = flag.Float64("lease", 30, "lease seconds")
 		wait        = flag.Float64("wait", 20, "a claim's long poll, in seconds")
@@ -77,6 +79,8 @@ func main() {
 			}
 		}
 		switch *mode {
+		case "stamp":
+			fmt.Printf("started %d %d\n", job.ID, time.Now().UnixNano())
 		case "block":
 			logger.Printf("running job=%d attempt=%d lease=%s", job.ID, job.Attempt, job.Lease)
 			<-ctx.Done()
