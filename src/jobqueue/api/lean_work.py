@@ -2,7 +2,8 @@
 of jobs, as api/lean.py's middleware serves them: the body validated with the FastAPI
 route's model (ClaimRequest, OutcomesRequest), the token checked for ``jobs:work``, and
 the work done by the routes' own functions (``work_routes.claimed``,
-``work_routes.applied``); the answer encoded by its model as the route would."""
+``work_routes.applied``); the answer encoded by its model (pydantic's JSON, as FastAPI
+encodes a route's response model)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,18 @@ from starlette.types import Receive, Scope, Send
 from jobqueue.api.lean import client_of, headers_of, parse_json, read_body, respond, text
 from jobqueue.api.work_routes import applied, claimed
 from jobqueue.api.work_schemas import ClaimRequest, OutcomesRequest
+from jobqueue.model.tokens import Principal
 from jobqueue.model.tokens import Scope as TokenScope
 
 READ_HEADERS = frozenset((b"content-type", b"authorization"))
 
 
-class Claims:
+class WorkEndpoint:
+    """An operation of a worker over HTTP: its body validated with ``model``, its token
+    checked for ``jobs:work``, and its answer ``run``'s model."""
+
+    model: type[BaseModel]
+
     def __init__(self, route: Any) -> None:
         self.route = route
 
@@ -30,42 +37,39 @@ class Claims:
         body = await read_body(receive)
         if body is None:
             return None  # the client went away
-        order = parse_json(ClaimRequest, headers.get(b"content-type"), body)
-        if order is None:
+        given = parse_json(self.model, headers.get(b"content-type"), body)
+        if given is None:
             return body
         scope["route"] = self.route
-        jq = scope["app"].state.jobqueue
         client = client_of(scope)
         who = await scope["app"].state.auth.authenticate(
             text(headers.get(b"authorization")), client, TokenScope.WORK
         )
+        answer = await self.run(scope, receive, who, given, client)
+        await respond(send, 200, answer.model_dump_json().encode(), [])
+        return None
+
+    async def run(
+        self, scope: Scope, receive: Receive, who: Principal, given: Any, client: str
+    ) -> BaseModel:
+        raise NotImplementedError
+
+
+class Claims(WorkEndpoint):
+    model = ClaimRequest
+
+    async def run(
+        self, scope: Scope, receive: Receive, who: Principal, given: Any, client: str
+    ) -> BaseModel:
         # A long poll notices a client gone while it waits: Starlette's check of it.
         gone = Request(scope, receive).is_disconnected
-        await answer(send, await claimed(jq, who, order, client, gone))
-        return None
+        return await claimed(scope["app"].state.jobqueue, who, given, client, gone)
 
 
-class Outcomes:
-    def __init__(self, route: Any) -> None:
-        self.route = route
+class Outcomes(WorkEndpoint):
+    model = OutcomesRequest
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> bytes | None:
-        """Answer the request, or return its body for the rest of the application."""
-        headers = headers_of(scope, READ_HEADERS)
-        body = await read_body(receive)
-        if body is None:
-            return None
-        given = parse_json(OutcomesRequest, headers.get(b"content-type"), body)
-        if given is None:
-            return body
-        scope["route"] = self.route
-        who = await scope["app"].state.auth.authenticate(
-            text(headers.get(b"authorization")), client_of(scope), TokenScope.WORK
-        )
-        await answer(send, await applied(scope["app"].state.jobqueue, who, given))
-        return None
-
-
-async def answer(send: Send, model: BaseModel) -> None:
-    """A 200 with ``model`` as JSON, as FastAPI encodes a route's response model."""
-    await respond(send, 200, model.model_dump_json().encode(), [])
+    async def run(
+        self, scope: Scope, receive: Receive, who: Principal, given: Any, client: str
+    ) -> BaseModel:
+        return await applied(scope["app"].state.jobqueue, who, given)
