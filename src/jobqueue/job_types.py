@@ -110,7 +110,10 @@ class DeclaredTypes:
         """The declared types among ``names``, as of at most REFRESH_SECONDS ago."""
         if time.monotonic() - self._loaded_at >= REFRESH_SECONDS:
             await self._refresh()
-        return {name: self._checkers[name] for name in names if name in self._checkers}
+        checkers = self._checkers
+        if not checkers:  # none declared: what most requests find
+            return {}
+        return {name: checkers[name] for name in names if name in checkers}
 
     async def _refresh(self) -> None:
         try:

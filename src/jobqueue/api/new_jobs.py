@@ -120,9 +120,11 @@ async def known(jq: JobQueue, news: Iterable[NewJob], check_types: bool) -> Know
     untasked = [new for new in news if new.type not in jq.tasks]
     if not untasked:
         return NOTHING
-    declared = await jq.types.checkers({new.type for new in untasked})
+    declared = await jq.types.checkers([new.type for new in untasked])
+    if not check_types:
+        return Known(declared, frozenset()) if declared else NOTHING
     unknown = {(queue_of(jq, new), new.type) for new in untasked if new.type not in declared}
-    if not check_types or not unknown:
+    if not unknown:
         return Known(declared, frozenset())
     served: set[tuple[str, str]] = set()
     for queue in {queue for queue, _ in unknown}:
