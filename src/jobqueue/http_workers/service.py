@@ -118,9 +118,7 @@ class HttpWorkers:
         self.announced_types: dict[str, None] = {}
         # Per worker id, when its row is next renewed, and the queues and types it
         # said; per set of queues, until when which are limited is known, and which.
-        self._announced: dict[
-            str, tuple[float, tuple[tuple[str, ...], tuple[str, ...] | None]]
-        ] = {}
+        self._announced: dict[str, tuple[float, _Said]] = {}
         self._limited: dict[tuple[str, ...], tuple[float, Mapping[str, bool]]] = {}
 
     async def _store(self) -> Store:
