@@ -1,7 +1,8 @@
 """The dashboard's job page names the worker over HTTP that ran each attempt (its
 token's name and its own, as GET /workers shows it), in a real browser against a real
 `jobqueue serve`: a failed attempt by one worker, then a completed one by another that
-logged; and the Workers page lists both."""
+logged; a job completed by a third that neither failed nor logged; and the Workers page
+lists them."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def test_the_job_page_names_the_http_worker_of_each_attempt(
         job = {"type": "resize", "queue": "images", "payload": {"path": "a.png"}}
         job_id = client.post("/jobs", json=job).json()["id"]
 
-        def claim(worker: str) -> str:
+        def claim(worker: str, job_id: int = job_id) -> str:
             answer = client.post("/claims", json={"worker": worker, "queues": ["images"]})
             [claimed] = answer.json()["jobs"]
             assert claimed["id"] == job_id
@@ -48,6 +49,11 @@ def test_the_job_page_names_the_http_worker_of_each_attempt(
         done = client.post(f"/jobs/{job_id}/complete", json={"lease": second, "result": {"w": 1}})
         assert done.json()["status"] == "completed", done.text
 
+        quiet_id = client.post("/jobs", json=job).json()["id"]
+        lease = claim("go-2", quiet_id)
+        done = client.post(f"/jobs/{quiet_id}/complete", json={"lease": lease, "result": {}})
+        assert done.json()["status"] == "completed", done.text
+
     page = new_page(browser)
     sign_in(page, base, admin)
     page.goto(f"{base}/ui/jobs/{job_id}")
@@ -60,6 +66,11 @@ def test_the_job_page_names_the_http_worker_of_each_attempt(
     expect(second_attempt.locator("pre.log")).to_contain_text("resized")
     shot(page, tmp_path, "dashboard-http-worker-job", for_docs=False)
 
+    page.goto(f"{base}/ui/jobs/{quiet_id}")
+    expect(page.locator("#job-status")).to_have_text("completed")
+    expect(page.locator("#attempt-1 h3")).to_contain_text("http:images:go-2")
+    expect(page.locator("main dl.fields")).to_contain_text("http:images:go-2")
+
     page.goto(f"{base}/ui/workers")
-    for name in ("http:images:ts-1", "http:images:go-1"):
+    for name in ("http:images:ts-1", "http:images:go-1", "http:images:go-2"):
         expect(page.locator("main")).to_contain_text(name)

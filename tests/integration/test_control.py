@@ -37,10 +37,11 @@ async def test_a_retried_dead_letter_runs_again_with_fresh_attempts(
     assert (retried.status, retried.attempts, retried.last_error) == (JobStatus.PENDING, 0, None)
     done = await jq.wait(job.id, timeout=15)
     assert (done.status, done.attempts) == (JobStatus.COMPLETED, 1)
-    # The history keeps the attempts before the retry.
-    assert [a.error for a in await jq.attempts(job.id)] == [
-        "RuntimeError: down on attempt 1",
-        "RuntimeError: down on attempt 2",
+    # The history keeps the attempts before the retry, then the one that completed.
+    assert [(a.attempt, a.error) for a in await jq.attempts(job.id)] == [
+        (1, "RuntimeError: down on attempt 1"),
+        (2, "RuntimeError: down on attempt 2"),
+        (1, None),
     ]
     with pytest.raises(JobStateError, match=f"cannot retry job {job.id}: it is completed"):
         await jq.retry(job.id)

@@ -4,6 +4,7 @@ batches fenced by attempt, and shown by GET /jobs/{id}/attempts and `jobqueue jo
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sys
 import threading
@@ -15,6 +16,7 @@ import pytest
 
 from jobqueue.app import JobQueue
 from jobqueue.context import JobContext
+from jobqueue.db.sql import queries
 from tests.conftest import jobqueue
 from tests.integration.conftest import StartWorker
 
@@ -170,10 +172,53 @@ async def test_nothing_is_kept_with_job_logs_off(jq: JobQueue, start_worker: Sta
     async def says(payload: dict[str, Any], ctx: JobContext) -> None:
         ctx.log.info("hello")
 
-    await start_worker(job_logs="off")
+    worker = await start_worker(job_logs="off")
     job = await jq.enqueue("says", {})
     assert (await jq.wait(job.id, timeout=20)).status == "completed"
-    assert await jq.attempts(job.id) == []
+    [attempt] = await jq.attempts(job.id)
+    assert (attempt.attempt, attempt.worker_id, attempt.error, attempt.log) == (
+        1,
+        worker.id,
+        None,
+        None,
+    )
+
+
+async def test_a_completed_job_keeps_its_worker_and_fences_out_its_late_writes(
+    jq: JobQueue, start_worker: StartWorker, db: asyncpg.Connection
+) -> None:
+    """The worker stays on a job it completed, as the one that ran it (GET /jobs/{id},
+    its attempts), and the fences hold by the job's state: the same claim's late
+    completion, failure, heartbeat or progress changes nothing."""
+
+    @jq.task("quiet")
+    async def quiet(payload: dict[str, Any]) -> dict[str, int]:
+        return {"n": 1}
+
+    worker = await start_worker()
+    job = await jq.enqueue("quiet", {})
+    done = await jq.wait(job.id, timeout=20)
+    assert (done.status, done.worker_id, done.result) == ("completed", worker.id, {"n": 1})
+    [attempt] = await jq.attempts(job.id)
+    assert (attempt.attempt, attempt.worker_id, attempt.error) == (1, worker.id, None)
+    assert attempt.finished_at == done.finished_at
+
+    schema = jq.settings.schema
+    q = queries(schema)
+    before = await db.fetchrow(f'SELECT * FROM "{schema}".jobs WHERE id = $1', job.id)
+    claim = json.dumps({str(job.id): before["claim_token"]})
+    held = {"claim": before["claim_token"], "error": "late", "delay": 0}
+    late = [
+        (q.complete, claim, "completed", None, json.dumps({str(job.id): 2}), None),
+        (q.fail, json.dumps({str(job.id): held}), None),
+        (q.heartbeat, claim, 30, None),
+        (q.progress, json.dumps({str(job.id): held | {"fraction": 1}}), None),
+    ]
+    for query, given, *rest in late:
+        assert await db.fetch(query, [job.id], given, worker.id, *rest) == []
+    after = await db.fetchrow(f'SELECT * FROM "{schema}".jobs WHERE id = $1', job.id)
+    assert dict(after) == dict(before)
+    assert len(await jq.attempts(job.id)) == 1
 
 
 async def test_a_stale_attempts_lines_are_fenced_out(

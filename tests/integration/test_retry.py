@@ -53,8 +53,9 @@ async def test_retry_at_runs_the_job_again_at_the_time_the_handler_gives(
     done = await jq.wait(job.id, timeout=15)
     assert (done.status, done.attempts) == (JobStatus.COMPLETED, 2)
     assert 0.45 <= starts[1] - starts[0] < 5
-    [first] = await jq.attempts(job.id)
-    assert first.error == "rate limited"
+    first, second = await jq.attempts(job.id)
+    assert (first.attempt, first.error) == (1, "rate limited")
+    assert (second.attempt, second.error) == (2, None)
 
 
 async def test_discard_fails_the_job_at_once_whatever_attempts_are_left(

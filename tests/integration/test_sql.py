@@ -85,7 +85,13 @@ async def test_drain_check_probes_indexes_behind_finished_jobs(
 
 
 # What a fenced write changes in the rows it accepts (default: ends the attempt).
-CHANGED = {"heartbeat": "lease_expires_at IS NOT NULL", "progress": "progress IS NOT NULL"}
+# How each write shows on the rows it changed (fail and release clear the worker).
+CHANGED = {
+    "complete": "status = 'completed'",
+    "complete_leased": "status = 'completed'",
+    "heartbeat": "lease_expires_at < now() + interval '1 minute'",
+    "progress": "progress IS NOT NULL",
+}
 
 
 @pytest.mark.parametrize("plan_mode", ["force_custom_plan", "force_generic_plan"])
@@ -117,7 +123,8 @@ async def test_fenced_writes_look_jobs_up_by_primary_key(
     await db.execute(f'ANALYZE "{schema}".jobs')
     ids = await db.fetch(
         f"""UPDATE "{schema}".jobs
-            SET status = 'running', attempts = 1, worker_id = 'w', claim_token = 7
+            SET status = 'running', attempts = 1, worker_id = 'w', claim_token = 7,
+                lease_expires_at = now() + interval '1 hour'
             WHERE status = 'pending' RETURNING id"""
     )
     # The first job's claim is stale: the fence must leave that row alone.

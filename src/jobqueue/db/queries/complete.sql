@@ -1,9 +1,13 @@
 -- Ends a batch of attempts: $4 is 'completed', or 'cancelled' for attempts stopped
 -- because their job was cancelled ($5: the error to record, or NULL). $1: the job
 -- ids; $2: {"<id>": claim token, ...}; $6: {"<id>": result, ...} for the handlers that
--- returned something, or NULL. Fenced: a row changes only while the same worker ($3)
--- still holds it by the same claim (its random token, migration 0022, names one claim
--- of one attempt); the ids returned are the writes accepted.
+-- returned something, or NULL. Fenced: a row changes only while it runs (it holds a
+-- lease) and the same worker ($3) still holds it by the same claim (its random token,
+-- migration 0022, names one claim of one attempt); the ids returned are the writes
+-- accepted. The worker stays on the ended job, as the one that ran its last attempt
+-- (GET /jobs/{id} and its attempts), so every fenced write asks for the lease too. It
+-- asks for the lease, not for status = 'running': that condition would let the planner
+-- scan the partial index of running jobs (jobs_lease_idx) instead of the primary key.
 -- The ids that ended are announced on the done channel (jq.wait listens there), 300
 -- per message to stay under NOTIFY's 8000-byte payload.
 --
@@ -21,11 +25,11 @@ WITH done AS (
     SET status = $4,
         last_error = $5,
         result = $6::jsonb -> j.id::text,
-        worker_id = NULL,
         lease_expires_at = NULL,
         finished_at = COALESCE($7::timestamptz, now()),
         updated_at = COALESCE($7::timestamptz, now())
     WHERE j.id = ANY(ARRAY(SELECT unnest($1::bigint[])))
+      AND j.lease_expires_at IS NOT NULL
       AND j.worker_id = $3
       AND j.claim_token = ($2::jsonb ->> j.id::text)::bigint
     RETURNING j.id

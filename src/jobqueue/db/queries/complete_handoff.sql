@@ -21,11 +21,11 @@ WITH done AS (
     SET status = 'completed',
         last_error = NULL,
         result = $4::jsonb -> j.id::text,
-        worker_id = NULL,
         lease_expires_at = NULL,
         finished_at = COALESCE($5::timestamptz, now()),
         updated_at = COALESCE($5::timestamptz, now())
     WHERE j.id = ANY(ARRAY(SELECT unnest($1::bigint[])))
+      AND j.lease_expires_at IS NOT NULL
       AND j.worker_id = $3
       AND j.claim_token = ($2::jsonb ->> j.id::text)::bigint
     RETURNING j.id, j.workflow_id

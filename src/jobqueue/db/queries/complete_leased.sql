@@ -14,11 +14,11 @@ WITH done AS (
         last_error = CASE WHEN j.cancel_requested_at IS NULL THEN NULL
                           ELSE 'cancelled while running' END,
         result = CASE WHEN j.cancel_requested_at IS NULL THEN $4::jsonb -> j.id::text END,
-        worker_id = NULL,
         lease_expires_at = NULL,
         finished_at = COALESCE($5::timestamptz, now()),
         updated_at = COALESCE($5::timestamptz, now())
     WHERE j.id = ANY(ARRAY(SELECT unnest($1::bigint[])))
+      AND j.lease_expires_at IS NOT NULL
       AND j.worker_id = $3
       AND j.claim_token = ($2::jsonb ->> j.id::text)::bigint
     RETURNING j.id, j.status

@@ -22,6 +22,7 @@ WITH failed AS (
         lease_expires_at = NULL,
         updated_at = COALESCE($4::timestamptz, now())
     WHERE j.id = ANY($1::bigint[])
+      AND j.lease_expires_at IS NOT NULL
       AND j.worker_id = $3
       AND j.claim_token = ($2::jsonb -> j.id::text ->> 'claim')::bigint
     RETURNING j.id, j.attempts, j.started_at, j.last_error, j.status

@@ -6,6 +6,7 @@
 UPDATE {schema}.jobs AS j
 SET lease_expires_at = COALESCE($5::timestamptz, now()) + make_interval(secs => $4)
 WHERE j.id = ANY($1::bigint[])
+  AND j.lease_expires_at IS NOT NULL
   AND j.worker_id = $3
   AND j.claim_token = ($2::jsonb ->> j.id::text)::bigint
 RETURNING j.id, j.cancel_requested_at IS NOT NULL AS cancel_requested

@@ -8,6 +8,7 @@ SELECT j.id, j.attempts, j.started_at, $3, e.log, e.truncated
 FROM {schema}.jobs AS j,
      jsonb_to_record($2::jsonb -> j.id::text) AS e(log text, truncated boolean)
 WHERE j.id = ANY($1::bigint[])
+  AND j.lease_expires_at IS NOT NULL
   AND j.worker_id = $3
   AND j.claim_token = ($2::jsonb -> j.id::text ->> 'claim')::bigint
 ON CONFLICT (job_id, attempt, started_at) DO UPDATE

@@ -7,6 +7,7 @@ UPDATE {schema}.jobs AS j
 SET progress = ($2::jsonb -> j.id::text) - 'claim'
                || jsonb_build_object('updated_at', COALESCE($4::timestamptz, now()))
 WHERE j.id = ANY($1::bigint[])
+  AND j.lease_expires_at IS NOT NULL
   AND j.worker_id = $3
   AND j.claim_token = ($2::jsonb -> j.id::text ->> 'claim')::bigint
 RETURNING j.id

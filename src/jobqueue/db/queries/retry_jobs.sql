@@ -27,6 +27,7 @@ WITH picked AS (
         attempts = 0,
         run_at = COALESCE($8::timestamptz, now()),
         last_error = NULL,
+        worker_id = NULL,
         started_at = NULL,
         finished_at = NULL,
         updated_at = COALESCE($8::timestamptz, now())
