@@ -2,7 +2,8 @@
 `http_workers`, through both clients' workers against `jobqueue api`:
 
 - `http_worker_drain`: no-op jobs per second through the Go client's worker
-  (clients/go/cmd/worker, concurrency 50: batched claims, heartbeats and outcomes),
+  (clients/go/cmd/worker, concurrency 50: batched claims, heartbeats and outcomes;
+  its handlers return nothing, as drain_1proc's do),
   and `http_worker_drain_ratio` against `drain_1proc` when it ran in the same round;
   `http_worker_drain_ts` (and its ratio) the same through the TypeScript client's
   (clients/typescript, its test fixture worker);
@@ -150,7 +151,7 @@ def drain(
     before = cpu_seconds(api_pid)
     started = time.perf_counter()
     run = subprocess.Popen(
-        command(f"http://127.0.0.1:{port}", "httpbench", "echo"),
+        command(f"http://127.0.0.1:{port}", "httpbench", "noop"),
         stdout=subprocess.DEVNULL,
         env={**os.environ, "JOBQUEUE_TOKEN": token},
     )

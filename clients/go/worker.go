@@ -51,7 +51,8 @@ type WorkerConfig struct {
 	// their ctx is cancelled. Default 30 s.
 	GracePeriod time.Duration
 	// BatchWindow: how long outcomes are gathered before they are sent together
-	// (POST /outcomes). Default 5 ms.
+	// (POST /outcomes), and how long a busy worker gathers freed slots before it
+	// claims for them (at most; at once when half its slots are free). Default 5 ms.
 	BatchWindow time.Duration
 	// Logger receives the worker's few lines (start, stop, failures to reach the
 	// server, lost leases). Default: log.Default(); log.New(io.Discard, "", 0)
@@ -312,14 +313,7 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) claimLoop(ctx context.Context, jobs context.Context) error {
 	failures := 0
 	for ctx.Err() == nil {
-		w.mu.Lock()
-		free := w.free
-		// Jobs whose outcome is not answered yet hold no slot, but are held: at most
-		// Concurrency of them, so that an unreachable server stops the claims.
-		if room := 2*w.cfg.Concurrency - len(w.running); free > room {
-			free = room
-		}
-		w.mu.Unlock()
+		free := w.freeSlots()
 		if free <= 0 {
 			select {
 			case <-w.freed:
@@ -327,6 +321,7 @@ func (w *Worker) claimLoop(ctx context.Context, jobs context.Context) error {
 			}
 			continue
 		}
+		free = w.gatherSlots(ctx, free)
 		if free > 100 {
 			free = 100
 		}
@@ -356,6 +351,43 @@ func (w *Worker) claimLoop(ctx context.Context, jobs context.Context) error {
 		}
 	}
 	return nil
+}
+
+// gatherSlots waits, while fewer than half the slots are free and jobs still run, for
+// more of them to free up, up to BatchWindow: a claim for every slot as it frees
+// would claim one job at a time, and each claim costs the server a statement whatever
+// it claims. An idle worker claims at once. Returns the slots free now.
+func (w *Worker) gatherSlots(ctx context.Context, free int) int {
+	if 2*free >= w.cfg.Concurrency {
+		return free
+	}
+	timer := time.NewTimer(w.cfg.BatchWindow)
+	defer timer.Stop()
+	for {
+		select {
+		case <-w.freed:
+		case <-timer.C:
+			return w.freeSlots()
+		case <-ctx.Done():
+			return w.freeSlots()
+		}
+		if free = w.freeSlots(); 2*free >= w.cfg.Concurrency {
+			return free
+		}
+	}
+}
+
+// freeSlots is how many jobs a claim may take now.
+func (w *Worker) freeSlots() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	free := w.free
+	// Jobs whose outcome is not answered yet hold no slot, but are held: at most
+	// Concurrency of them, so that an unreachable server stops the claims.
+	if room := 2*w.cfg.Concurrency - len(w.running); free > room {
+		free = room
+	}
+	return free
 }
 
 // start runs a claimed job's handler in a goroutine of its own.

@@ -155,7 +155,7 @@ async def test_a_waiting_claim_is_woken_by_an_enqueue_and_one_with_nothing_due_e
     async with httpx.AsyncClient(base_url=base, timeout=60) as client:
         empty = await claim(client, token, wait_seconds=0.3)
         assert empty.status_code == 200
-        assert empty.json() == {"jobs": []}
+        assert empty.json() == {"jobs": [], "outcomes": []}
 
         started = time.monotonic()
         waiting = asyncio.create_task(claim(client, token, wait_seconds=30))
@@ -254,7 +254,10 @@ async def test_the_scope_and_a_tokens_queues_bound_a_claim(
         refused = await claim(client, images, queues=["mail"])
         assert refused.status_code == 403
         assert "mail" in refused.json()["detail"]
-        assert (await claim(client, images, queues=["images"])).json() == {"jobs": []}
+        assert (await claim(client, images, queues=["images"])).json() == {
+            "jobs": [],
+            "outcomes": [],
+        }
         shown = (await client.get(f"/jobs/{job_id}", headers=auth(admin))).json()
         assert (shown["status"], shown["attempts"]) == ("pending", 0)
 
@@ -398,6 +401,57 @@ async def test_batches_renew_and_end_many_jobs_each_answered(
         }
 
 
+async def test_a_claim_carries_the_outcomes_of_the_batch_before_it(
+    api: tuple[str, Process], db: asyncpg.Connection, schema: str
+) -> None:
+    """One request per batch: the outcomes go with the next claim, are applied first
+    (their slots are the ones it fills), and are answered in order beside the jobs."""
+    base, _ = api
+    token = await make_token(db, schema, "carrier", WORK)
+    async with httpx.AsyncClient(base_url=base) as client:
+        ids = [await enqueue(client, token, queue="images") for _ in range(3)]
+        first = (await claim(client, token, max=2)).json()
+        assert (first["outcomes"], [j["id"] for j in first["jobs"]]) == ([], ids[:2])
+        leases = [j["lease"] for j in first["jobs"]]
+        stale = f"{ids[2]}.1.w1"  # a lease no claim handed out (its job is pending)
+        carried = [
+            {"lease": leases[0], "result": {"n": 1}},
+            {"lease": leases[1], "error": {"type": "Boom"}, "discard": True},
+            {"lease": stale, "result": "late"},
+        ]
+        # A bad outcome refuses the whole claim, as POST /outcomes would, and claims
+        # nothing.
+        bad = await claim(client, token, max=2, outcomes=[*carried, {"lease": "nope"}])
+        assert bad.status_code == 422, bad.text
+        assert "outcomes.3.lease" in [d["field"] for d in bad.json()["detail"]], bad.text
+        running = await db.fetchval(
+            f"SELECT count(*) FROM \"{schema}\".jobs WHERE status = 'running'"
+        )
+        assert running == 2
+
+        second = await claim(client, token, max=2, outcomes=carried)
+        assert second.status_code == 200, second.text
+        answer = second.json()
+        assert [(o["id"], o["ok"], o["status"]) for o in answer["outcomes"]] == [
+            (ids[0], True, "completed"), (ids[1], True, "failed"), (ids[2], False, None)
+        ]  # fmt: skip
+        assert [j["id"] for j in answer["jobs"]] == [ids[2]]
+        # Sent again (its answer lost): answered as applied, nothing changed.
+        again = await claim(client, token, max=2, outcomes=carried[:1])
+        assert [(o["ok"], o["status"]) for o in again.json()["outcomes"]] == [(True, "completed")]
+        states = {
+            r["id"]: (r["status"], r["result"], r["last_error"])
+            for r in await db.fetch(
+                f'SELECT id, status, result::text, last_error FROM "{schema}".jobs'
+            )
+        }
+        assert states == {
+            ids[0]: ("completed", '{"n": 1}', None),
+            ids[1]: ("failed", None, "Boom"),
+            ids[2]: ("running", None, None),
+        }
+
+
 async def test_log_lines_are_kept_with_the_attempt_up_to_the_bound(
     spawn: Spawn, env: dict[str, str], db: asyncpg.Connection, schema: str
 ) -> None:
@@ -452,7 +506,7 @@ async def test_a_waiting_claim_answers_at_once_when_the_api_stops(
         started = time.monotonic()
         stopping = asyncio.get_running_loop().run_in_executor(None, server.stop)
         answer = await waiting
-        assert (answer.status_code, answer.json()) == (200, {"jobs": []})
+        assert (answer.status_code, answer.json()) == (200, {"jobs": [], "outcomes": []})
         assert await stopping == 0
         # Its client claims again elsewhere at once, rather than after the 30 s wait or
         # the server's shutdown grace (which would have cut it off with a 500).

@@ -337,7 +337,7 @@ async def test_a_type_a_live_http_worker_serves_is_accepted_in_its_queue(
     resize = {"type": "resize", "queue": "images"}
     assert (await client.post("/jobs", json=resize)).status_code == 422
     claim = {"worker": "ts-1", "queues": ["images"], "types": ["resize"]}
-    assert (await client.post("/claims", json=claim)).json() == {"jobs": []}
+    assert (await client.post("/claims", json=claim)).json() == {"jobs": [], "outcomes": []}
     assert (await client.post("/jobs", json=resize)).status_code == 201
     batch = {"jobs": [resize, {"type": "noop"}]}
     assert (await client.post("/jobs/batch", json=batch)).status_code == 201

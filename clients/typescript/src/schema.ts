@@ -548,7 +548,10 @@ export interface paths {
          * @description Up to `max` due jobs of the `queues` (and `types`), best first, each held for
          *     `lease_seconds`: with nothing due, the answer waits up to `wait_seconds` for one,
          *     woken as soon as one is enqueued, then is an empty list. A job claimed for a client
-         *     that went away meanwhile is handed back at once, its attempt not counted.
+         *     that went away meanwhile is handed back at once, its attempt not counted. The
+         *     `outcomes` it carries (as POST /outcomes takes them) are applied first, and
+         *     answered in `outcomes`: one request per batch for a worker's outcomes and its next
+         *     claim.
          *
          *     Scope: `jobs:work` (or `admin`).
          */
@@ -866,6 +869,11 @@ export interface components {
         ClaimAnswer: {
             /** Jobs */
             jobs: components["schemas"]["LeasedJob"][];
+            /**
+             * Outcomes
+             * @description One per outcome sent with the claim, in the request's order.
+             */
+            outcomes?: components["schemas"]["OutcomeApplied"][];
         };
         /** ClaimRequest */
         ClaimRequest: {
@@ -901,6 +909,11 @@ export interface components {
              * @description How long each job is held without a heartbeat; default JOBQUEUE_LEASE_SECONDS.
              */
             lease_seconds?: number | null;
+            /**
+             * Outcomes
+             * @description Outcomes of jobs this worker ran, applied before the claim is made (as POST /outcomes would apply them): the worker's next claim and its last outcomes in one request.
+             */
+            outcomes?: components["schemas"]["OutcomeIn"][];
         };
         /** CompleteRequest */
         CompleteRequest: {

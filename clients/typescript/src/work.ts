@@ -38,13 +38,22 @@ export class WorkClient {
   /** Up to `max` due jobs, each with its lease; with none due, waits up to
    * `wait_seconds` for one (a long poll). */
   async claim(order: ClaimRequest, options: CallOptions = {}): Promise<LeasedJob[]> {
+    return (await this.claimAndReport(order, options)).jobs;
+  }
+
+  /** A claim that carries `order.outcomes` (as outcomes() takes them), applied before it
+   * is made: the jobs, and each outcome's answer in order. One request for a worker's
+   * finished batch and its next one. */
+  async claimAndReport(order: ClaimRequest, options: CallOptions = {}): Promise<ClaimAnswer> {
     const answer = await this.#http.request<ClaimAnswer>("POST", "/claims", {
       body: order,
       ...options,
-      idempotent: true, // a claim whose client went away hands its jobs back
+      // A claim whose client went away hands its jobs back; an outcome sent again is
+      // answered as applied and changes nothing.
+      idempotent: true,
       holdSeconds: order.wait_seconds ?? 0,
     });
-    return answer.body.jobs;
+    return answer.body;
   }
 
   /** Renews one lease (a LeaseLostError once it lost its job), with progress if given;

@@ -89,6 +89,9 @@ export class Worker {
   #stopClaiming = new AbortController(); // aborts the claim in flight, and waits
   #abortNow = new AbortController(); // ends the grace period at once
   #slotWaiters: (() => void)[] = [];
+  // The claim loop was woken for freed slots and has not claimed yet: the outcomes
+  // reported meanwhile go with its claim, rather than in a request of their own.
+  #claimDue = false;
   readonly #finishing = new Set<Promise<void>>(); // ended jobs sending their log lines
   #fatal: unknown;
 
@@ -194,19 +197,36 @@ export class Worker {
         await new Promise<void>((resolve) => this.#slotWaiters.push(resolve));
         continue;
       }
+      this.#claimDue = false;
+      const carried = this.#carried();
       const order: ClaimRequest = {
         worker: this.name,
         queues: this.#queues,
         types,
         max: Math.min(free, MAX_CLAIM),
-        wait_seconds: this.#waitSeconds,
+        // A claim carrying outcomes answers at once: their answers are not held up by
+        // a long poll (the next claim waits instead).
+        wait_seconds: carried.length > 0 ? 0 : this.#waitSeconds,
         lease_seconds: this.#leaseSeconds,
       };
+      if (carried.length > 0) order.outcomes = carried.map((b) => b.outcome);
       let jobs: LeasedJob[];
       try {
-        jobs = await this.#work.claim(order, { signal: this.#stopClaiming.signal });
+        const answer = await this.#work.claimAndReport(order, {
+          signal: this.#stopClaiming.signal,
+        });
+        jobs = answer.jobs;
+        if (carried.length > 0) this.#answered(carried, answer.outcomes ?? []);
         failures = 0;
       } catch (error) {
+        if (carried.length > 0) {
+          // Sent again on their own (POST /outcomes), where a refused one is found and
+          // a refused result becomes a failure; an outcome the server applied before is
+          // answered as applied.
+          this.#outbox.unshift(...carried);
+          this.#flush();
+          if (this.#state === "running" && isRefusal(error)) continue;
+        }
         if (this.#state !== "running") break;
         if (error instanceof JobqueueError && error.status >= 400 && error.status < 500) {
           // Refused: a token, scope, queue or field that retrying cannot mend.
@@ -237,7 +257,17 @@ export class Worker {
   #wakeClaimer(): void {
     const waiters = this.#slotWaiters;
     this.#slotWaiters = [];
+    if (waiters.length > 0 && this.#state === "running") this.#claimDue = true;
     for (const wake of waiters) wake();
+  }
+
+  /** The outcomes waiting to be sent, for the claim about to go (none while a flush is
+   * sending others: they go in order). */
+  #carried(): { entry: Running; outcome: OutcomeIn }[] {
+    if (this.#flushing !== undefined || this.#outbox.length === 0) return [];
+    clearTimeout(this.#outboxTimer);
+    this.#outboxTimer = undefined;
+    return this.#outbox.splice(0, MAX_BATCH);
   }
 
   // -- running a job -------------------------------------------------------------------
@@ -447,6 +477,7 @@ export class Worker {
   #report(entry: Running, outcome: OutcomeIn): void {
     this.#outbox.push({ entry, outcome });
     if (this.#flushing !== undefined) return; // the flush in flight sends it next
+    if (this.#claimDue) return; // the claim about to go carries it
     if (this.#running.size === 0 || this.#outbox.length >= MAX_BATCH) {
       clearTimeout(this.#outboxTimer);
       this.#outboxTimer = undefined;
@@ -531,6 +562,11 @@ export class Worker {
       );
       return;
     }
+    this.#answered(batch, answer);
+  }
+
+  /** The server's answer to each outcome of `batch`, in order. */
+  #answered(batch: { entry: Running; outcome: OutcomeIn }[], answer: OutcomeApplied[]): void {
     answer.forEach((applied, n) => {
       const sent = batch[n];
       if (sent === undefined) return;
@@ -629,4 +665,10 @@ function within(what: string, value: number, min: number, max: number): number {
     throw new RangeError(`${what} is from ${min} to ${max}, got ${value}`);
   }
   return value;
+}
+
+/** A request refused for what its body holds (422, 413): one of the outcomes a claim
+ * carried, perhaps. */
+function isRefusal(error: unknown): boolean {
+  return error instanceof JobqueueError && (error.status === 422 || error.status === 413);
 }

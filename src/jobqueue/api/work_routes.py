@@ -5,7 +5,7 @@ holds its job is a 409 and changes nothing (jobqueue.http_workers)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
@@ -36,6 +36,7 @@ from jobqueue.api.work_schemas import (
     LogsRequest,
     Outcome,
     OutcomeApplied,
+    OutcomeIn,
     OutcomesAnswer,
     OutcomesRequest,
     ReleaseRequest,
@@ -69,7 +70,10 @@ async def claim(
     """Up to `max` due jobs of the `queues` (and `types`), best first, each held for
     `lease_seconds`: with nothing due, the answer waits up to `wait_seconds` for one,
     woken as soon as one is enqueued, then is an empty list. A job claimed for a client
-    that went away meanwhile is handed back at once, its attempt not counted."""
+    that went away meanwhile is handed back at once, its attempt not counted. The
+    `outcomes` it carries (as POST /outcomes takes them) are applied first, and
+    answered in `outcomes`: one request per batch for a worker's outcomes and its next
+    claim."""
     client = request.client.host if request.client else "unknown"
     return await claimed(jobqueue(request), who, order, client, request.is_disconnected)
 
@@ -92,6 +96,9 @@ async def claimed(
         for name in types:
             if name not in who.types:
                 raise access.Forbidden(f"this token may not use type {name!r}", f"type={name}")
+    # The outcomes first: their jobs' slots are the ones this claim fills. Sent again
+    # after a lost answer, an outcome is answered as applied and changes nothing.
+    reported = await apply_outcomes(jq, who, order.outcomes) if order.outcomes else []
     lease_seconds = order.lease_seconds or jq.settings.lease_seconds
     claimed = await jq.http_workers.claim(
         ClaimOrder(
@@ -124,7 +131,8 @@ async def claimed(
                 else {p.ref: p.result for p in c.parent_results},
             )
             for c in claimed
-        ]
+        ],
+        outcomes=reported,
     )
 
 
@@ -313,8 +321,16 @@ async def outcomes(
 async def applied(jq: JobQueue, who: Principal, given: OutcomesRequest) -> OutcomesAnswer:
     """POST /outcomes once its request is parsed and its token known (here, and in
     api/lean_work.py)."""
+    return OutcomesAnswer(outcomes=await apply_outcomes(jq, who, given.outcomes))
+
+
+async def apply_outcomes(
+    jq: JobQueue, who: Principal, outcomes: Sequence[OutcomeIn]
+) -> list[OutcomeApplied]:
+    """Each outcome applied, fenced by its lease: POST /outcomes, and those a claim
+    carries."""
     items: list[Completion | Failed] = []
-    for o in given.outcomes:
+    for o in outcomes:
         lease = _parsed(o.lease)
         who_id = worker_id(who, lease.worker)
         if o.error is None:
@@ -326,7 +342,7 @@ async def applied(jq: JobQueue, who: Principal, given: OutcomesRequest) -> Outco
             )
     ended = await jq.http_workers.outcomes(items)
     answers = []
-    for o, item in zip(given.outcomes, items, strict=True):
+    for o, item in zip(outcomes, items, strict=True):
         status, delay = ended[item.lease]
         if status is None:
             answers.append(
@@ -342,7 +358,7 @@ async def applied(jq: JobQueue, who: Principal, given: OutcomesRequest) -> Outco
                     retry_in_seconds=delay,
                 )
             )
-    return OutcomesAnswer(outcomes=answers)
+    return answers
 
 
 LOST = "this lease no longer holds its job; nothing changed"

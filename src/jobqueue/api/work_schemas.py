@@ -12,6 +12,7 @@ from jobqueue.http_workers.leases import WORKER_NAME, Lease
 from jobqueue.model import fields
 
 MAX_CLAIM = 100  # jobs in one claim
+MAX_BATCH = 1000  # leases, outcomes or log lines in one call
 MAX_WAIT_SECONDS = 60.0  # a long poll's wait; under most proxies' idle timeouts
 MIN_LEASE_SECONDS, MAX_LEASE_SECONDS = 1.0, 3600.0
 
@@ -68,6 +69,12 @@ class ClaimRequest(BaseModel):
         description="How long each job is held without a heartbeat; default "
         "JOBQUEUE_LEASE_SECONDS.",
     )
+    outcomes: list[OutcomeIn] = Field(
+        default_factory=list, max_length=MAX_BATCH,
+        description="Outcomes of jobs this worker ran, applied before the claim is made "
+        "(as POST /outcomes would apply them): the worker's next claim and its last "
+        "outcomes in one request.",
+    )  # fmt: skip
 
 
 class LeasedJob(BaseModel):
@@ -87,6 +94,10 @@ class LeasedJob(BaseModel):
 
 class ClaimAnswer(BaseModel):
     jobs: list[LeasedJob]
+    outcomes: list[OutcomeApplied] = Field(
+        default_factory=list,
+        description="One per outcome sent with the claim, in the request's order.",
+    )
 
 
 class ProgressIn(BaseModel):
@@ -161,9 +172,6 @@ class Outcome(BaseModel):
     retry_in_seconds: float | None = None
 
 
-MAX_BATCH = 1000  # leases, outcomes or log lines in one call
-
-
 class LogsRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -233,3 +241,8 @@ class OutcomeApplied(BaseModel):
 
 class OutcomesAnswer(BaseModel):
     outcomes: list[OutcomeApplied] = Field(description="One per outcome, in the request's order.")
+
+
+# ClaimRequest and ClaimAnswer name the outcomes' models, declared after them.
+ClaimRequest.model_rebuild()
+ClaimAnswer.model_rebuild()

@@ -8,6 +8,7 @@
 // Each handler, by -mode:
 //
 //	echo   returns {"worker": <name>, "id": <job id>, "attempt": <attempt>} at once
+//	noop   returns nil at once: no result (the drain figure of bench/http_workers.py)
 //	block  prints "running job=<id> attempt=<n> lease=<lease>", then waits until its
 //	       ctx is cancelled (a cancel request, a lost lease, the shutdown's grace
 //	       period) and returns ctx.Err()
@@ -42,7 +43,7 @@ func main() {
 		name        = flag.String("name", "", "the worker's name (default <host>-<pid>)")
 		queues      = flag.String("queue", "default", "queues to claim from, comma-separated")
 		types       = flag.String("type", "echo", "job types to run, comma-separated")
-		mode        = flag.String("mode", "echo", "what the handlers do: echo, block, sleep or stamp")
+		mode        = flag.String("mode", "echo", "what the handlers do: echo, noop, block, sleep or stamp")
 		concurrency = flag.Int("concurrency", 10, "jobs run at once")
 		lease       = flag.Float64("lease", 30, "lease seconds")
 		wait        = flag.Float64("wait", 20, "a claim's long poll, in seconds")
@@ -79,6 +80,8 @@ func main() {
 			}
 		}
 		switch *mode {
+		case "noop":
+			return nil, nil
 		case "stamp":
 			fmt.Printf("started %d %d\n", job.ID, time.Now().UnixNano())
 		case "block":
