@@ -1,9 +1,9 @@
 /**
  * Worker against a real jobqueue API: a handler's result completes its job, a thrown
  * error fails it (retried, or failed for good), progress shows with the job, a cancel
- * reaches the handler's signal, outcomes go in batches, a refused claim ends run(), and
- * stop() drains: running handlers finish, those past the grace period are aborted and
- * their jobs handed back.
+ * reaches the handler's signal, outcomes go in batches (most with the next claim), a
+ * refused claim ends run(), and stop() drains: running handlers finish, those past the
+ * grace period are aborted and their jobs handed back.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -149,20 +149,29 @@ describe("Worker", () => {
     assert.ok(reason instanceof JobCancelledError, String(reason));
   });
 
-  test("outcomes go in batches, and every job completes once", async (t) => {
+  test("outcomes go in batches, most of them with the next claim, and every job completes once", async (t) => {
     const queue = queueName("batch");
     const calls: string[] = [];
+    let sent = 0; // outcomes in the requests' bodies
+    let carried = 0; // of them, those a claim carried
     const counting: typeof fetch = (input, init) => {
-      calls.push(new URL(String(input)).pathname);
+      const path = new URL(String(input)).pathname;
+      calls.push(path);
+      if (path === "/claims" || path === "/outcomes") {
+        const n = (JSON.parse(String(init?.body)) as { outcomes?: unknown[] }).outcomes?.length;
+        sent += n ?? 0;
+        if (path === "/claims") carried += n ?? 0;
+      }
       return fetch(input, init);
     };
+    // All due before the worker starts: each claim fills the slots its last batch freed.
+    const ids = [];
+    for (let n = 0; n < 200; n++) ids.push((await client.enqueue("count", { n }, { queue })).id);
     const { worker } = await running(
       t,
       { queues: [queue], concurrency: 20, fetch: counting },
       (w) => w.register<{ n: number }>("count", async (payload) => ({ n: payload.n })),
     );
-    const ids = [];
-    for (let n = 0; n < 200; n++) ids.push((await client.enqueue("count", { n }, { queue })).id);
     for (const [n, id] of ids.entries()) {
       const done = await client.wait(id, { timeoutSeconds: 60 });
       assert.equal(done.status, "completed");
@@ -172,6 +181,8 @@ describe("Worker", () => {
     await until("all reported", () => (worker.stats.completed === 200 ? true : undefined));
     const outcomes = calls.filter((c) => c === "/outcomes").length;
     assert.ok(outcomes < 200, `200 outcomes in ${outcomes} calls`);
+    assert.equal(sent, 200); // each once
+    assert.ok(carried > 100, `${carried} of 200 outcomes carried by claims`);
     assert.equal(calls.filter((c) => /^\/jobs\/\d+\/(complete|fail)$/.test(c)).length, 0);
   });
 
@@ -203,6 +214,10 @@ describe("Worker", () => {
     const nul = await client.wait(ids.nul!, { timeoutSeconds: 30 });
     assert.equal(nul.status, "failed");
     assert.match(nul.last_error ?? "", /^InvalidResultError: .*result/);
+    // Their outcomes rode on a claim, which the server refused for the NUL: the worker
+    // sent them again on their own, and claims on.
+    const after = await client.enqueue("result", { kind: "fine" }, { queue });
+    assert.equal((await client.wait(after.id, { timeoutSeconds: 30 })).status, "completed");
   });
 
   test("a refused claim (403) ends run() with its error", async () => {
