@@ -353,8 +353,8 @@ func (w *Worker) claimLoop(ctx context.Context, jobs context.Context) error {
 	return nil
 }
 
-// gatherSlots waits, while fewer than half the slots are free and jobs still run, for
-// more of them to free up, up to BatchWindow: a claim for every slot as it frees
+// gatherSlots waits, while fewer than half the slots are free, for more of them to
+// free up, up to BatchWindow: a claim for every slot as it frees
 // would claim one job at a time, and each claim costs the server a statement whatever
 // it claims. An idle worker claims at once. Returns the slots free now.
 func (w *Worker) gatherSlots(ctx context.Context, free int) int {

@@ -181,6 +181,8 @@ export class Worker {
       return;
     }
     if (this.#state === "running") this.#state = "stopping";
+    this.#claimDue = false; // no claim will carry the outcomes held for one
+    this.#flush();
     this.#stopClaiming.abort();
     this.#wakeClaimer();
     await this.#stopped;
@@ -216,15 +218,20 @@ export class Worker {
           signal: this.#stopClaiming.signal,
         });
         jobs = answer.jobs;
-        if (carried.length > 0) this.#answered(carried, answer.outcomes ?? []);
+        if (carried.length > 0) {
+          const answers = answer.outcomes ?? [];
+          this.#answered(carried, answers);
+          // A server that answered none (one from before claims carried outcomes and
+          // ignoring them): they go again on their own.
+          this.#putBack(carried.slice(answers.length));
+        }
         failures = 0;
       } catch (error) {
         if (carried.length > 0) {
           // Sent again on their own (POST /outcomes), where a refused one is found and
           // a refused result becomes a failure; an outcome the server applied before is
           // answered as applied.
-          this.#outbox.unshift(...carried);
-          this.#flush();
+          this.#putBack(carried);
           if (this.#state === "running" && isRefusal(error)) continue;
         }
         if (this.#state !== "running") break;
@@ -252,6 +259,15 @@ export class Worker {
       }
       for (const job of jobs) this.#start(job);
     }
+    // No claim will carry what was held for one.
+    this.#claimDue = false;
+    this.#flush();
+  }
+
+  #putBack(outcomes: { entry: Running; outcome: OutcomeIn }[]): void {
+    if (outcomes.length === 0) return;
+    this.#outbox.unshift(...outcomes);
+    this.#flush();
   }
 
   #wakeClaimer(): void {

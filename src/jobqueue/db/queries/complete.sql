@@ -11,8 +11,9 @@
 -- The ids that ended are announced on the done channel (jq.wait listens there), 300
 -- per message to stay under NOTIFY's 8000-byte payload.
 --
--- No join with unnest(): when most rows have worker_id NULL (finished jobs), the
--- planner estimates "worker_id = $3" at one row, scans the whole table and loops over
+-- No join with unnest(): when most rows have worker_id NULL (pending jobs, and
+-- finished ones before they kept their worker), the planner estimates "worker_id = $3"
+-- at one row, scans the whole table and loops over
 -- the array for every row; seen at 8 s for 1,500 jobs. Here the only plan is a
 -- primary-key lookup per id, and the attempt is looked up in the JSON object.
 -- The ids come through ARRAY(SELECT unnest($1)), which the planner sizes alike whatever

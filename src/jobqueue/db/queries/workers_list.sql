@@ -1,6 +1,7 @@
--- Every worker with the jobs it runs now. Only a running job has a worker_id, and
--- saying so lets the count read the partial index of running jobs (jobs_lease_idx)
--- instead of the whole table: a million finished jobs cost nothing here.
+-- Every worker with the jobs it runs now. A finished job keeps the worker of its last
+-- attempt, so the count asks for running jobs, which also lets it read the partial
+-- index of running jobs (jobs_lease_idx) instead of the whole table: a million
+-- finished jobs cost nothing here.
 SELECT w.*,
        (SELECT count(*) FROM {schema}.jobs j
         WHERE j.status = 'running' AND j.worker_id = w.id) AS running
