@@ -181,8 +181,6 @@ export class Worker {
       return;
     }
     if (this.#state === "running") this.#state = "stopping";
-    this.#claimDue = false; // no claim will carry the outcomes held for one
-    this.#flush();
     this.#stopClaiming.abort();
     this.#wakeClaimer();
     await this.#stopped;

@@ -13,9 +13,9 @@
 --
 -- No join with unnest(): when most rows have worker_id NULL (pending jobs, and
 -- finished ones before they kept their worker), the planner estimates "worker_id = $3"
--- at one row, scans the whole table and loops over
--- the array for every row; seen at 8 s for 1,500 jobs. Here the only plan is a
--- primary-key lookup per id, and the attempt is looked up in the JSON object.
+-- at one row, scans the whole table and loops over the array for every row; seen at
+-- 8 s for 1,500 jobs. Here the only plan is a primary-key lookup per id, and the
+-- attempt is looked up in the JSON object.
 -- The ids come through ARRAY(SELECT unnest($1)), which the planner sizes alike whatever
 -- $1 holds: with "id = ANY($1)" a plan made for one id looked cheaper than the generic
 -- one, and a worker ending jobs one at a time (the latency path, a chain of workflow

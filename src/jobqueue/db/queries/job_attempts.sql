@@ -23,12 +23,10 @@ WHERE l.job_id = $1
                   WHERE a.job_id = l.job_id AND a.attempt = l.attempt
                     AND a.started_at = l.started_at)
 UNION ALL
-SELECT j.attempts, j.worker_id, NULL, NULL, j.started_at,
-       CASE WHEN j.status <> 'running' THEN j.finished_at END,
-       extract(epoch FROM CASE WHEN j.status <> 'running' THEN j.finished_at END
-                          - j.started_at)::float8,
-       NULL, false
-FROM {schema}.jobs AS j
+SELECT j.attempts, j.worker_id, NULL, NULL, j.started_at, e.ended,
+       extract(epoch FROM e.ended - j.started_at)::float8, NULL, false
+FROM {schema}.jobs AS j,
+     LATERAL (SELECT CASE WHEN j.status <> 'running' THEN j.finished_at END AS ended) AS e
 WHERE j.id = $1
   AND j.worker_id IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM {schema}.job_attempts AS a
