@@ -50,6 +50,7 @@ from jobqueue.model.job import RETRYABLE_STATES, Attempt, Job, JobStatus, QueueI
 from jobqueue.model.options import BatchOptions, EnqueueOptions
 from jobqueue.observability import trace_context
 from jobqueue.retry import RetryPolicy
+from jobqueue.schedules.control import Schedules
 from jobqueue.task import Task, TaskDecorator, task_decorator
 from jobqueue.worker.worker import Worker, in_process, worker_settings
 from jobqueue.workflows import store as workflows_store
@@ -98,6 +99,8 @@ class JobQueue(Connected):
         self.tokens = TokenAdmin(self.store)
         # Job types declared ahead of any worker (`jobqueue types`).
         self.types = DeclaredTypes(self.store)
+        # Periodic jobs as data, changed at run time (docs/schedules.md).
+        self.schedules = Schedules(self.store, lambda: self._rows)
         # Workers in other languages, over HTTP (docs/http-workers.md).
         self.http_workers = HttpWorkers(self)
 
@@ -138,7 +141,7 @@ class JobQueue(Connected):
         ``retry``: ``(attempt) -> seconds`` before the next attempt (see jobqueue.retry);
         default: exponential backoff from RETRY_DELAY_SECONDS.
         ``cron``: also enqueue a job of this type at every tick of this cron expression,
-        read in ``cron_timezone`` (see jobqueue.maintenance.scheduler).
+        read in ``cron_timezone`` (see jobqueue.schedules.runner).
         ``concurrency_key``: the payload field whose value is each job's concurrency
         key, for the queue's key limits (docs/limits.md).
         """

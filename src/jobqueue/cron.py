@@ -1,7 +1,8 @@
 """Periodic jobs: a cron expression, in a time zone, for a job type.
 
 Declared on a task (``@jq.task("report", cron="0 9 * * 1-5", cron_timezone="Europe/Paris")``)
-or in JOBQUEUE_CRON. The maintenance leader enqueues each tick (jobqueue.maintenance.scheduler).
+or in JOBQUEUE_CRON. The maintenance leader writes it to the schedules table and enqueues each tick
+(jobqueue.schedules.runner).
 """
 
 from __future__ import annotations

@@ -286,11 +286,14 @@ def api_leader(jq: JobQueue, pool: asyncpg.Pool) -> asyncio.Task[None] | None:
     if not settings.api_maintenance:
         return None
     from jobqueue.db.store import Store
+    from jobqueue.enqueue.rows import Rows
     from jobqueue.maintenance import Leader
+    from jobqueue.schedules.runner import ScheduleRunner
     from jobqueue.task import schedules
 
+    store = Store(pool, settings.schema, jq.clock)
     leader = Leader(
-        Store(pool, settings.schema, jq.clock),
+        store,
         f"api:{socket.gethostname()}:{os.getpid()}",
         lease_seconds=settings.lease_seconds,
         interval=settings.rescue_interval,
@@ -298,6 +301,6 @@ def api_leader(jq: JobQueue, pool: asyncpg.Pool) -> asyncio.Task[None] | None:
         retain_failed=settings.retain_failed,
         retain_audit=settings.retain_audit,
         priority_aging=settings.priority_aging,
-        schedules=schedules(settings, jq.tasks),
+        schedules=ScheduleRunner(store, Rows(jq.tasks, settings), schedules(settings, jq.tasks)),
     )
     return asyncio.create_task(leader.run(), name="api leader")

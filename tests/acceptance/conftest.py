@@ -1,4 +1,5 @@
-"""The dashboard's browser, for its tests (tests/acceptance/test_dashboard*.py)."""
+"""The dashboard's browser, for its tests (tests/acceptance/test_dashboard*.py); a
+`jobqueue api` to send requests to."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Browser, sync_playwright
+
+from tests.conftest import Spawn
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -19,3 +22,12 @@ def browser(env: dict[str, str]) -> Iterator[Browser]:
         launched = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         yield launched
         launched.close()
+
+
+@pytest.fixture
+def base(spawn: Spawn, env: dict[str, str]) -> str:
+    """A `jobqueue api` on this test's schema, up; its URL."""
+    server = spawn(["api"], env, name="api")
+    url = f"http://127.0.0.1:{env['PORT']}"
+    server.wait_http(url)
+    return url

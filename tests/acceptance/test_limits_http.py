@@ -22,14 +22,6 @@ from tests.acceptance.test_metrics import Scrape, wait_until
 from tests.conftest import Spawn, free_port
 
 
-@pytest.fixture
-def base(spawn: Spawn, env: dict[str, str]) -> str:
-    server = spawn(["api"], env, name="api")
-    url = f"http://127.0.0.1:{env['PORT']}"
-    server.wait_http(url)
-    return url
-
-
 async def audit_rows(dsn: str, schema: str) -> list[asyncpg.Record]:
     conn = await asyncpg.connect(dsn)
     try:

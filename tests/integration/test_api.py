@@ -220,6 +220,8 @@ JSON_BODIES = {
     ("post", "/jobs/{job_id}/release"): {"lease": "1.1.w"},
     ("post", "/heartbeats"): {"leases": ["1.1.w"]},
     ("post", "/outcomes"): {"outcomes": [{"lease": "1.1.w"}]},
+    ("post", "/schedules"): {"name": "n", "type": "noop", "every": "1m"},
+    ("patch", "/schedules/{name}"): {"every": "2m"},
 }
 
 

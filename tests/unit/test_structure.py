@@ -37,6 +37,7 @@ STORE_PARTS = {
     "db/workflow_queries.py": "WorkflowQueries",
     "db/queue_queries.py": "QueueQueries",
     "db/admin_queries.py": "AdminQueries",
+    "db/schedule_queries.py": "ScheduleQueries",
 }
 # The store itself, and the adapters that make an application's connection one it
 # can run on.

@@ -21,6 +21,7 @@ from jobqueue.api import (
     operation_routes,
     queue_routes,
     refusals,
+    schedule_routes,
     token_routes,
     work_routes,
     workflow_routes,
@@ -72,7 +73,8 @@ def create_app(
     # In this order: FastAPI matches a request against the routes in the order included.
     routers = [job_routes.router, queue_routes.router, operation_routes.router,
                token_routes.router, audit_routes.router, limit_routes.router,
-               workflow_routes.router, work_routes.router]  # fmt: skip
+               workflow_routes.router, schedule_routes.router,
+               work_routes.router]  # fmt: skip
     for each in routers:
         app.include_router(each)
     authenticator.install(app, routers)

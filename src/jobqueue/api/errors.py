@@ -28,6 +28,7 @@ from jobqueue.enqueue.idempotency import IdempotentJobGone
 from jobqueue.http_workers.service import LeaseLost
 from jobqueue.model.errors import EnqueueError, EnqueueFailed
 from jobqueue.model.job import JobNotFound, JobStateError
+from jobqueue.model.schedules import ScheduleConflict, ScheduleNotFound
 
 
 def field_error(loc: Sequence[str | int], msg: str, type: str) -> dict[str, Any]:
@@ -57,7 +58,8 @@ def _message(error: dict[str, Any]) -> str:
         return f"malformed JSON at character {error['loc'][-1]}: {reason}"
     if error["type"] == "extra_forbidden":
         return "unknown field"
-    return str(error["msg"])
+    # A validator's own ValueError says what is wrong; pydantic's prefix adds nothing.
+    return str(error["msg"]).removeprefix("Value error, ")
 
 
 async def database_unavailable(request: Request, exc: Exception) -> JSONResponse:
@@ -104,6 +106,14 @@ async def job_not_found(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=404)
 
 
+async def schedule_not_found(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse({"detail": str(exc)}, status_code=404)
+
+
+async def schedule_conflict(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse({"detail": str(exc)}, status_code=409)
+
+
 async def job_state_conflict(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, JobStateError)
     return JSONResponse({"detail": str(exc), "status": exc.job.status}, status_code=409)
@@ -128,6 +138,8 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(LeaseLost, lease_lost)
     app.add_exception_handler(IdempotentJobGone, idempotent_job_gone)
     app.add_exception_handler(JobStateError, job_state_conflict)
+    app.add_exception_handler(ScheduleNotFound, schedule_not_found)
+    app.add_exception_handler(ScheduleConflict, schedule_conflict)
     app.add_exception_handler(EnqueueError, enqueue_unavailable)
     app.add_exception_handler(TokensUnavailable, tokens_unavailable)
     for exc in UNAVAILABLE_ERRORS:

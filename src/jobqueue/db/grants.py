@@ -44,6 +44,8 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         "queue_minutes": "SELECT, INSERT, UPDATE, DELETE",  # the dashboard's series, two days
         "workflows": "SELECT, UPDATE, DELETE",  # retention takes a finished one whole
         "workflow_edges": "SELECT, DELETE",  # parents' results; retention
+        # The leader's ticks (FOR UPDATE SKIP LOCKED) and its code's schedules.
+        "schedules": "SELECT, INSERT, UPDATE, DELETE",
     },
     "api": {
         "jobs": "SELECT, INSERT, UPDATE",  # enqueue, cancel, retry; HTTP workers' claims
@@ -63,6 +65,7 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         "workflows": "SELECT, INSERT, UPDATE",  # POST /workflows; cancel reads, locks
         "workflow_edges": "SELECT, INSERT",
         "job_types": "SELECT",  # declared types, which POST /jobs accepts and checks
+        "schedules": "SELECT, INSERT, UPDATE, DELETE",  # /schedules; with API_MAINTENANCE, ticks
     },
 }
 

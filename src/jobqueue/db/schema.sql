@@ -769,6 +769,35 @@ CREATE TABLE jobqueue.queues (
 );
 
 --
+-- Name: schedules; Type: TABLE; Schema: jobqueue; Owner: -
+--
+
+CREATE TABLE jobqueue.schedules (
+    name text NOT NULL,
+    type text NOT NULL,
+    cron text,
+    every_seconds integer,
+    timezone text DEFAULT 'UTC'::text NOT NULL,
+    payload jsonb,
+    queue text,
+    priority integer,
+    missed text DEFAULT 'skip'::text NOT NULL,
+    enabled boolean DEFAULT true NOT NULL,
+    source text DEFAULT 'api'::text NOT NULL,
+    next_run_at timestamp with time zone NOT NULL,
+    last_run_at timestamp with time zone,
+    last_job_id bigint,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT schedules_check CHECK (((cron IS NULL) <> (every_seconds IS NULL))),
+    CONSTRAINT schedules_every_seconds_check CHECK ((every_seconds >= 1)),
+    CONSTRAINT schedules_missed_check CHECK ((missed = ANY (ARRAY['skip'::text, 'once'::text, 'all'::text]))),
+    CONSTRAINT schedules_name_check CHECK ((name <> ''::text)),
+    CONSTRAINT schedules_source_check CHECK ((source = ANY (ARRAY['api'::text, 'code'::text]))),
+    CONSTRAINT schedules_type_check CHECK ((type <> ''::text))
+);
+
+--
 -- Name: unique_keys; Type: TABLE; Schema: jobqueue; Owner: -
 --
 
@@ -917,6 +946,13 @@ ALTER TABLE ONLY jobqueue.queues
     ADD CONSTRAINT queues_pkey PRIMARY KEY (name);
 
 --
+-- Name: schedules schedules_pkey; Type: CONSTRAINT; Schema: jobqueue; Owner: -
+--
+
+ALTER TABLE ONLY jobqueue.schedules
+    ADD CONSTRAINT schedules_pkey PRIMARY KEY (name);
+
+--
 -- Name: unique_keys unique_keys_pkey; Type: CONSTRAINT; Schema: jobqueue; Owner: -
 --
 
@@ -1027,6 +1063,12 @@ CREATE INDEX queue_starts_at_idx ON jobqueue.queue_starts USING btree (queue, at
 --
 
 CREATE INDEX queue_starts_key_idx ON jobqueue.queue_starts USING btree (queue, key, at) WHERE (key IS NOT NULL);
+
+--
+-- Name: schedules_due_idx; Type: INDEX; Schema: jobqueue; Owner: -
+--
+
+CREATE INDEX schedules_due_idx ON jobqueue.schedules USING btree (next_run_at) WHERE enabled;
 
 --
 -- Name: unique_keys_expiry_idx; Type: INDEX; Schema: jobqueue; Owner: -

@@ -78,6 +78,11 @@ class Queries:
     enqueue_unique: str
     fail: str
     get_job: str
+    heartbeat: str
+    idempotency_bind: str
+    idempotency_keys_expire: str
+    idempotency_lookup: str
+    idempotency_take: str
     job_attempts: str
     job_log_append: str
     job_log_size: str
@@ -88,11 +93,6 @@ class Queries:
     jobs_count_bounded: str
     jobs_due_or_running: str
     jobs_page: str
-    heartbeat: str
-    idempotency_bind: str
-    idempotency_keys_expire: str
-    idempotency_lookup: str
-    idempotency_take: str
     leader_elect: str
     leader_holder: str
     leader_resign: str
@@ -117,8 +117,8 @@ class Queries:
     queue_minutes_read: str
     queue_minutes_waits: str
     queue_pause: str
-    queue_unhandled: str
     queue_resume: str
+    queue_unhandled: str
     queue_waiting: str
     queues_later: str
     queues_overview: str
@@ -126,16 +126,28 @@ class Queries:
     rescue: str
     retention_delete: str
     retry_jobs: str
+    schedule_advance: str
+    schedule_delete: str
+    schedule_get: str
+    schedule_insert: str
+    schedule_lock: str
+    schedule_triggered: str
+    schedule_update: str
+    schedules_due: str
+    schedules_list: str
+    schedules_next_in: str
+    schedules_prune_code: str
+    schedules_sync_code: str
     schema_create: str
     schema_tables: str
     token_create: str
     token_revoke: str
     tokens_active_exist: str
     tokens_list: str
-    worker_heartbeat: str
-    worker_register: str
     unique_holder: str
     unique_keys_expire: str
+    worker_heartbeat: str
+    worker_register: str
     worker_unregister: str
     workers_alive: str
     workers_jobs: str

@@ -55,12 +55,15 @@ from jobqueue.db.records import (
     RememberedKey,
     Renewal,
 )
+from jobqueue.db.schedule_queries import ScheduleQueries
 from jobqueue.db.sql import Queries, queries
 from jobqueue.db.workflow_queries import WorkflowQueries
 from jobqueue.model.job import Attempt, Job, JobStatus
 
 
-class Store(ProcessQueries, WorkflowQueries, QueueQueries, AdminQueries, QueryBase):
+class Store(
+    ProcessQueries, WorkflowQueries, QueueQueries, ScheduleQueries, AdminQueries, QueryBase
+):
     def __init__(self, db: Executor, schema: str, clock: Clock | None = None) -> None:
         self.db = db
         self.schema = schema

@@ -2,7 +2,7 @@
 
 Every worker process runs a Leader, which competes for the lead. Each interval it
 claims or renews the leader row for three intervals; the process that holds it runs
-the rescuer, the scheduler, priority aging, retention, the folding of the
+the rescuer, the schedules (on a loop of their own), priority aging, retention, the folding of the
 queue counters' changes, the expiry of idempotency keys and the dashboard's
 per-minute series. A leader that dies or freezes stops renewing, and another process
 takes over within three intervals. Two processes that both believe they lead for a
@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from jobqueue.checkpoints import Signal, Signals
-from jobqueue.cron import Schedule
 from jobqueue.db.pool import log_failure
 from jobqueue.db.store import Store
 from jobqueue.logs import get_logger
@@ -27,8 +25,8 @@ from jobqueue.maintenance.compaction import Compaction
 from jobqueue.maintenance.expired_keys import IdempotencyExpiry
 from jobqueue.maintenance.rescuer import Rescuer
 from jobqueue.maintenance.retention import Retention
-from jobqueue.maintenance.scheduler import Scheduler
 from jobqueue.maintenance.series import Series
+from jobqueue.schedules.runner import POLL_SECONDS, ScheduleRunner
 
 log = get_logger("jobqueue.maintenance")
 
@@ -53,14 +51,16 @@ class Leader:
         retain_failed: float | None = None,
         retain_audit: float | None = None,
         priority_aging: float | None = None,
-        schedules: Sequence[tuple[Schedule, tuple[str, int, int]]] = (),
+        schedules: ScheduleRunner | None = None,
     ) -> None:
+        """``schedules``: the runner of this process's schedules (jobqueue.schedules);
+        None runs none, as for a test of the other services."""
         self._store = store
         self._id = worker_id
         self._interval = interval
         self.rescuer = Rescuer(store, lease_seconds=lease_seconds)
         self.aging = Aging(store, step_seconds=priority_aging)
-        self.scheduler = Scheduler(store, schedules)
+        self.schedules = schedules
         self.retention = Retention(
             store,
             retain_completed=retain_completed,
@@ -74,12 +74,14 @@ class Leader:
         self.signals = LeaderSignals()
 
     async def run(self) -> None:
+        ticking = asyncio.create_task(self._tick_schedules(), name="schedules")
         try:
             while True:
                 await self.run_once()
                 again_in = self.compaction.again_in if self.is_leader else None
                 await asyncio.sleep(min(self._interval, again_in or self._interval))
         finally:
+            ticking.cancel()
             if self.is_leader:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(self.resign())
@@ -91,6 +93,8 @@ class Leader:
             )
             if leading != self.is_leader:
                 self.is_leader = leading
+                if self.schedules is not None:
+                    self.schedules.synced = False  # written again by the new leader
                 log.info(
                     "This process is now the maintenance leader"
                     if self.is_leader
@@ -98,7 +102,6 @@ class Leader:
                 )
             if self.is_leader:
                 await self.rescuer.run_once()
-                await self.scheduler.run_once()
                 await self.aging.run_if_due()
                 await self.retention.run_if_due()
                 await self.idempotency.run_once()
@@ -107,6 +110,19 @@ class Leader:
         except Exception as exc:
             log_failure(log, exc, "maintenance failed", "maintenance skipped")
         self.signals.ran.fire(self.is_leader)
+
+    async def _tick_schedules(self) -> None:
+        """The schedules' own loop, while this process leads: ticks are due to the
+        second, where the rest of maintenance runs every interval."""
+        while self.schedules is not None:
+            wait = POLL_SECONDS
+            if self.is_leader:
+                try:
+                    await self.schedules.run_once()
+                    wait = await self.schedules.sleep_for()
+                except Exception as exc:
+                    log_failure(log, exc, "enqueueing schedules' ticks failed", "ticks delayed")
+            await asyncio.sleep(wait)
 
     async def resign(self) -> None:
         """Hand the lead over at once on a clean stop, instead of after it expires."""

@@ -24,6 +24,12 @@ class Action(enum.StrEnum):
     WORKFLOW_CANCEL = "workflow.cancel"
     TYPE_DECLARE = "type.declare"  # a job type declared, or its payload schema replaced
     TYPE_REMOVE = "type.remove"
+    SCHEDULE_CREATE = "schedule.create"
+    SCHEDULE_UPDATE = "schedule.update"  # the filter names the fields changed
+    SCHEDULE_DELETE = "schedule.delete"
+    SCHEDULE_PAUSE = "schedule.pause"
+    SCHEDULE_RESUME = "schedule.resume"
+    SCHEDULE_TRIGGER = "schedule.trigger"
     REQUEST_REFUSED = "request.refused"  # a 403: the token may not do it (api/refusals.py)
 
 

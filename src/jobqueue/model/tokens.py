@@ -19,6 +19,7 @@ class Scope(StrEnum):
     CONTROL = "jobs:control"  # retry and cancel
     WORK = "jobs:work"  # claim jobs and write their outcomes: an HTTP worker's
     QUEUES = "queues:control"  # pause and resume
+    SCHEDULES = "schedules:control"  # create, change, pause, trigger and delete schedules
     METRICS = "metrics:read"
     ADMIN = "admin"  # tokens and the audit log, and every other scope
 

@@ -23,10 +23,12 @@ from jobqueue.config import Settings
 from jobqueue.db.listener import Listener
 from jobqueue.db.query_base import Clock
 from jobqueue.db.store import Store
+from jobqueue.enqueue.rows import Rows
 from jobqueue.logs import get_logger
 from jobqueue.maintenance import Leader
 from jobqueue.observability import job_logs, observers
 from jobqueue.retry import ExponentialBackoff
+from jobqueue.schedules.runner import ScheduleRunner
 from jobqueue.task import Task, schedules
 from jobqueue.wakeups import RelayedListener
 from jobqueue.worker.completer import Completer
@@ -183,7 +185,7 @@ class Worker:
             retain_failed=settings.retain_failed,
             retain_audit=settings.retain_audit,
             priority_aging=settings.priority_aging,
-            schedules=schedules(settings, tasks),
+            schedules=ScheduleRunner(store, Rows(tasks, settings), schedules(settings, tasks)),
         )
         self._settings = settings
         self._store = store
