@@ -8,7 +8,7 @@ or in JOBQUEUE_CRON. The maintenance leader writes it to the schedules table and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
@@ -34,17 +34,8 @@ class Schedule:
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.timezone)
 
-    def last_tick(self, now: datetime) -> datetime:
-        """The latest tick at or before ``now`` (in the schedule's zone)."""
-        return next(CronSim(self.expression, now.astimezone(self.zone) + timedelta(seconds=1),
-                            reverse=True))  # fmt: skip
-
     def next_tick(self, after: datetime) -> datetime:
         return next(CronSim(self.expression, after.astimezone(self.zone)))
-
-    def key(self, tick: datetime) -> str:
-        """The unique key of one tick: the same in every process, so one job per tick."""
-        return f"cron:{self.type}:{tick.astimezone(self.zone).isoformat()}"
 
 
 def parse_entries(entries: tuple[str, ...]) -> list[Schedule]:

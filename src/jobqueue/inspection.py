@@ -13,14 +13,13 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from jobqueue.config import Settings
-from jobqueue.cron import Schedule
 from jobqueue.db.listener import Listener
 from jobqueue.db.records import MinuteRow
 from jobqueue.db.store import Store
 from jobqueue.maintenance.leader import ROLE as LEADER_ROLE
 from jobqueue.model.audit import AuditEntry
 from jobqueue.model.job import Job, JobStatus
-from jobqueue.task import Task, schedules
+from jobqueue.task import Task
 
 
 class Source(Protocol):
@@ -134,18 +133,6 @@ class Inspector:
         """A listener (not yet running) of the jobs that end, on its own connection."""
         store = await self._store()
         return Listener(self._source.direct_dsn, store.schema, store.done_channel, on_done)
-
-    # -- periodic jobs ---------------------------------------------------------------
-
-    def schedules(self) -> list[tuple[Schedule, str]]:
-        """Each periodic job (its tasks', then JOBQUEUE_CRON's), with its queue."""
-        source = self._source
-        return [(s, queue) for s, (queue, _, _) in schedules(source.settings, source.tasks)]
-
-    async def last_job(self, schedule: Schedule, now: datetime) -> Job | None:
-        """The job of the schedule's last tick before ``now``, if it was enqueued."""
-        key = schedule.key(schedule.last_tick(now))
-        return await (await self._store()).unique_holder(unique_key=key)
 
     # -- the audit log ---------------------------------------------------------------
 

@@ -172,8 +172,8 @@ def test_overview_counts_and_a_job_enqueued_over_http_turning_completed_live(
     expect(page.locator("svg.chart rect.completed").first).to_be_visible()
     page.goto(f"{base}/ui/workers")
     expect(page.locator(".badge.leader")).to_have_text("maintenance leader")
-    page.goto(f"{base}/ui/cron")
-    expect(page.locator("table.cron")).to_contain_text("0 3 * * *")
+    page.goto(f"{base}/ui/cron")  # the former address of the schedules page
+    expect(page.locator("table.schedules")).to_contain_text("0 3 * * *")
     assert page.console_problems == []  # type: ignore[attr-defined]  # no CSP violation
 
 
@@ -344,7 +344,7 @@ def test_a_phone_width_has_no_horizontal_scroll(
         ("job", f"/ui/jobs/{failed}"),
         ("workers", "/ui/workers"),
         ("queue", "/ui/queues/default"),
-        ("cron", "/ui/cron"),
+        ("schedules", "/ui/schedules"),
         ("bulk", "/ui/jobs/bulk?action=retry"),
     ]:
         page.goto(f"{base}{path}")

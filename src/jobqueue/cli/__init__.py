@@ -12,6 +12,7 @@ from jobqueue.cli import (
     audit,
     jobs,
     queues,
+    schedules,
     service,
     settings,
     tokens,
@@ -78,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     workflows.add_workflow_commands(commands)
     tokens.add_token_commands(commands)
     types.add_type_commands(commands)
+    schedules.add_schedule_commands(commands)
     audit.add_audit_command(commands)
     settings.add_settings_command(commands)
     return parser

@@ -74,14 +74,17 @@ class Leader:
         self.signals = LeaderSignals()
 
     async def run(self) -> None:
-        ticking = asyncio.create_task(self._tick_schedules(), name="schedules")
+        ticking: asyncio.Task[None] | None = None
         try:
             while True:
                 await self.run_once()
+                if ticking is None:  # after the first round: it starts knowing if it leads
+                    ticking = asyncio.create_task(self._tick_schedules(), name="schedules")
                 again_in = self.compaction.again_in if self.is_leader else None
                 await asyncio.sleep(min(self._interval, again_in or self._interval))
         finally:
-            ticking.cancel()
+            if ticking is not None:
+                ticking.cancel()
             if self.is_leader:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(self.resign())

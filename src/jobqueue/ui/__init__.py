@@ -1,4 +1,4 @@
-"""The web dashboard: queues, jobs, workers and cron, live, in a browser.
+"""The web dashboard: queues, jobs, workers and schedules, live, in a browser.
 
 ``jobqueue.ui.app(jq)`` is an ASGI application to mount anywhere
 (``app.mount("/jobs", jobqueue.ui.app(jq))``); `jobqueue serve` and `jobqueue api`
@@ -22,7 +22,16 @@ from jobqueue.auth import session, tokens
 from jobqueue.auth.authenticator import Authenticator
 from jobqueue.db.pool import UNAVAILABLE_ERRORS
 from jobqueue.model.job import JobNotFound, JobStateError
-from jobqueue.ui import audit_page, events, job_pages, login, overview, rendering, worker_pages
+from jobqueue.ui import (
+    audit_page,
+    events,
+    job_pages,
+    login,
+    overview,
+    rendering,
+    schedule_pages,
+    worker_pages,
+)
 from jobqueue.ui.headers import SecurityHeaders
 from jobqueue.ui.live import Hub
 
@@ -61,7 +70,7 @@ def app(
     ui.mount("/static", StaticFiles(directory=str(static)), name="static")
     # A module per section; FastAPI tries routes in the order they are included, which
     # is the order they were written in when these were one module.
-    for section in (login, overview, job_pages, worker_pages, audit_page, events):
+    for section in (login, overview, job_pages, worker_pages, schedule_pages, audit_page, events):
         ui.include_router(section.router)
     ui.add_exception_handler(session.SignInNeeded, _sign_in)
     ui.add_exception_handler(HTTPException, _refused)

@@ -1,10 +1,6 @@
-"""The pages of what runs the jobs: Workers (each worker process, which one leads, the
-jobs each is running, and which are stale) and Cron (each periodic job this process
-knows, its next run, and its last tick with the job that tick made).
-
-Both show only what the token may see: workers, running jobs and cron jobs out of its
-reach are left out, and so are the schedules of queues it is not given.
-"""
+"""The Workers page: each worker process, which one leads, the jobs each is running,
+and which are stale. It shows only what the token may see: workers and running jobs
+out of its reach are left out."""
 
 from __future__ import annotations
 
@@ -48,28 +44,3 @@ async def workers(request: Request) -> HTMLResponse:
         lease=lease,
         refresh=max(1.0, lease / 3),
     )
-
-
-@router.get("/cron", response_class=HTMLResponse)
-async def cron(request: Request) -> HTMLResponse:
-    who = await session.principal(request)
-    jq = jobqueue(request)
-    now = datetime.now(UTC)
-    rows = []
-    for schedule, queue in jq.inspect.schedules():
-        if who.queues is not None and queue not in who.queues:
-            continue
-        last_tick = schedule.last_tick(now)
-        last_job = await jq.inspect.last_job(schedule, now)
-        if last_job is not None and not who.allows(queue=last_job.queue, type=last_job.type):
-            last_job = None
-        rows.append(
-            {
-                "schedule": schedule,
-                "queue": queue,
-                "next": schedule.next_tick(now),
-                "last_tick": last_tick,
-                "last_job": last_job,
-            }
-        )
-    return render(request, "cron.html", who, rows=rows)
