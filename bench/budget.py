@@ -29,8 +29,8 @@ The database counts come from a run at native speed, the instructions from a sec
 run with the worker and the API under callgrind, instrumented only once they are
 ready (start-up is not counted): about 50 times slower, so their claims and
 completions batch differently, but the same way each time. To make that repeatable,
-nothing runs on a timer during the measurements (the poll, heartbeat, leader and
-listener ping intervals are an hour long) and the hash seed is fixed.
+nothing runs on a timer during the measurements (the poll, heartbeat, leader,
+schedules and listener ping intervals are an hour long) and the hash seed is fixed.
 
 What the bench itself runs on the database (its reads of the statistics, the INSERT
 that hands the idle worker its next job, filling a queue) is left out. The drains
@@ -626,10 +626,12 @@ def worker_main(dsn: str) -> None:
     # Here, not above: the modules whose timers it lengthens are the worker's alone.
     from jobqueue.db import listener
     from jobqueue.retry import FixedDelay
+    from jobqueue.schedules import runner as schedule_runner
     from jobqueue.worker import Worker, producer
 
     listener.PING_INTERVAL = QUIET_SECONDS
     producer.FULL_SCAN_SECONDS = QUIET_SECONDS
+    schedule_runner.POLL_SECONDS = QUIET_SECONDS  # the leader's look at the schedules
 
     async def run() -> None:
         logs.configure("warning")

@@ -274,3 +274,23 @@ async def test_the_count_of_jobs_waiting_for_a_handler_reads_a_bounded_front(
     # A window of 100: about that many heap pages at most, not the 5,000 handled jobs
     # behind them nor the 20,000 finished ones.
     assert int(top["Shared Hit Blocks"]) + int(top["Shared Read Blocks"]) < 150, top
+
+
+async def test_the_leaders_look_at_the_schedules_reads_only_enabled_ones_by_index(
+    db: asyncpg.Connection, schema: str
+) -> None:
+    """Once a second on the leader: the earliest enabled tick, then the due ones. With
+    thousands of schedules, most paused, neither reads the table."""
+    await db.execute(
+        f'INSERT INTO "{schema}".schedules (name, type, every_seconds, enabled, next_run_at) '
+        "SELECT 's' || i, 'report', 60, i % 50 = 0, now() + i * interval '1 second' "
+        "FROM generate_series(1, 20000) AS i"
+    )
+    await db.execute(f'ANALYZE "{schema}".schedules')
+    for sql, args in [
+        (queries(schema).schedules_next_in, [None]),
+        (queries(schema).schedules_due, [None, 100]),
+    ]:
+        plan = "\n".join(r[0] for r in await db.fetch("EXPLAIN " + sql, *args))
+        assert "schedules_due_idx" in plan, plan
+        assert "Seq Scan" not in plan, plan

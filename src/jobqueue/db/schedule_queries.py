@@ -38,6 +38,17 @@ class ScheduleDefinition:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ScheduleAdvance:
+    """A due schedule's ticks enqueued (schedule_advance.sql): its next tick, and the
+    last tick and job it enqueued, None if it enqueued none."""
+
+    name: str
+    next_run_at: datetime
+    last_run_at: datetime | None
+    last_job_id: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CodeSchedule:
     """A schedule declared in code, as the leader writes it (schedules_sync_code.sql)."""
 
@@ -91,15 +102,14 @@ class ScheduleQueries(QueryBase):
         seconds: float | None = await self.db.fetchval(self._q.schedules_next_in, self.clock.now())
         return seconds
 
-    async def schedule_advance(
-        self,
-        *,
-        name: str,
-        next_run_at: datetime,
-        last_run_at: datetime | None,
-        last_job_id: int | None,
-    ) -> None:
-        await self.db.execute(self._q.schedule_advance, name, next_run_at, last_run_at, last_job_id)
+    async def schedule_advance(self, *, advances: Sequence[ScheduleAdvance]) -> None:
+        """A round of due schedules moved on, in one statement."""
+        a = advances
+        await self.db.execute(
+            self._q.schedule_advance,
+            [x.name for x in a], [x.next_run_at for x in a], [x.last_run_at for x in a],
+            [x.last_job_id for x in a],
+        )  # fmt: skip
 
     async def schedules_sync_code(self, *, schedules: Sequence[CodeSchedule]) -> list[str]:
         """The code's schedules written; the names inserted or changed."""

@@ -26,7 +26,8 @@ from jobqueue.maintenance.expired_keys import IdempotencyExpiry
 from jobqueue.maintenance.rescuer import Rescuer
 from jobqueue.maintenance.retention import Retention
 from jobqueue.maintenance.series import Series
-from jobqueue.schedules.runner import POLL_SECONDS, ScheduleRunner
+from jobqueue.schedules import runner
+from jobqueue.schedules.runner import ScheduleRunner
 
 log = get_logger("jobqueue.maintenance")
 
@@ -115,16 +116,14 @@ class Leader:
         self.signals.ran.fire(self.is_leader)
 
     async def _tick_schedules(self) -> None:
-        """The schedules' own loop, while this process leads: ticks are due to the
-        second, where the rest of maintenance runs every interval."""
+        """The schedules' own loop: ticks are due to the second, where the rest of
+        maintenance runs every interval."""
         while self.schedules is not None:
-            wait = POLL_SECONDS
-            if self.is_leader:
-                try:
-                    await self.schedules.run_once()
-                    wait = await self.schedules.sleep_for()
-                except Exception as exc:
-                    log_failure(log, exc, "enqueueing schedules' ticks failed", "ticks delayed")
+            try:
+                wait = await self.schedules.tick(leading=self.is_leader)
+            except Exception as exc:
+                log_failure(log, exc, "enqueueing schedules' ticks failed", "ticks delayed")
+                wait = runner.POLL_SECONDS
             await asyncio.sleep(wait)
 
     async def resign(self) -> None:

@@ -23,7 +23,7 @@ from datetime import datetime
 from jobqueue import observability
 from jobqueue.cron import Schedule
 from jobqueue.db.records import JobRow
-from jobqueue.db.schedule_queries import CodeSchedule
+from jobqueue.db.schedule_queries import CodeSchedule, ScheduleAdvance
 from jobqueue.db.store import Store
 from jobqueue.enqueue.rows import Rows
 from jobqueue.logs import get_logger
@@ -52,6 +52,13 @@ class ScheduleRunner:
         self._rows = rows
         self._code = code
         self.synced = False  # the code's schedules written since this process took the lead
+
+    async def tick(self, *, leading: bool) -> float:
+        """A round, if this process leads; how long to sleep before the next."""
+        if not leading:
+            return POLL_SECONDS
+        await self.run_once()
+        return await self.sleep_for()
 
     async def run_once(self) -> int:
         """Enqueue every due tick; return how many jobs were created."""
@@ -98,23 +105,32 @@ class ScheduleRunner:
         self.synced = True
 
     async def _round(self) -> tuple[int, bool]:
-        """One transaction's due schedules; their jobs' count, and whether it was full."""
-        rows: list[JobRow] = []
+        """One transaction's due schedules, their jobs inserted in one statement and
+        the schedules moved on in another; the jobs' count, and whether it was full."""
         async with self._store.transaction() as tx:
             now = await tx.clock_now()
             due = await tx.schedules_due(now=now, limit=BATCH)
+            made = []
             for schedule in due:
                 ticks = schedule.timing.due(schedule.next_run_at, now, Missed(schedule.missed))
-                made = self._rows_of(schedule, ticks.run)
-                jobs = await tx.enqueue_rows(rows=made) if made else []
-                rows += made
-                await tx.schedule_advance(
-                    name=schedule.name,
-                    next_run_at=ticks.upcoming,
-                    last_run_at=ticks.run[-1] if made else None,
-                    last_job_id=jobs[-1].id if jobs else None,
+                made.append((schedule, ticks, self._rows_of(schedule, ticks.run)))
+            rows = [row for _, _, rows in made for row in rows]
+            jobs = iter(await tx.enqueue_rows(rows=rows) if rows else [])
+            advances = []
+            for schedule, ticks, its_rows in made:
+                its_jobs = [next(jobs) for _ in its_rows]
+                advances.append(
+                    ScheduleAdvance(
+                        name=schedule.name,
+                        next_run_at=ticks.upcoming,
+                        last_run_at=ticks.run[-1] if its_rows else None,
+                        last_job_id=its_jobs[-1].id if its_jobs else None,
+                    )
                 )
-                self._log(schedule, ticks.run[: len(made)], jobs, ticks.skipped, ticks.more_skipped)
+                self._log(schedule, ticks.run[: len(its_rows)], its_jobs, ticks.skipped,
+                          ticks.more_skipped)  # fmt: skip
+            if advances:
+                await tx.schedule_advance(advances=advances)
         if rows:
             observability.enqueued(rows)
         return len(rows), len(due) == BATCH
