@@ -534,6 +534,136 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List schedules
+         * @description Every schedule, by name, with its next five run times and its last job, those
+         *     declared in code (`"source": "code"`) included.
+         *
+         *     Scope: `jobs:read` (or `admin`).
+         */
+        get: operations["list_schedules_schedules_get"];
+        put?: never;
+        /**
+         * Create a schedule
+         * @description Enqueues a job of `type` at every tick of `cron` (in `timezone`) or of `every`,
+         *     exactly once across every process, from the next tick after now.
+         *
+         *     Scope: `schedules:control` (or `admin`).
+         */
+        post: operations["create_schedule_schedules_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/schedules/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One schedule
+         * @description Scope: `jobs:read` (or `admin`).
+         */
+        get: operations["get_schedule_schedules__name__get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a schedule
+         * @description The jobs it enqueued stay.
+         *
+         *     Scope: `schedules:control` (or `admin`).
+         */
+        delete: operations["delete_schedule_schedules__name__delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a schedule
+         * @description A changed timing, or a schedule enabled again, starts from its next tick after
+         *     now; otherwise its next tick is kept. Takes effect within a second everywhere.
+         *
+         *     Scope: `schedules:control` (or `admin`).
+         */
+        patch: operations["update_schedule_schedules__name__patch"];
+        trace?: never;
+    };
+    "/schedules/{name}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a schedule
+         * @description No tick is enqueued until it is resumed; the ticks in between are skipped.
+         *     Schedules declared in code can be paused too.
+         *
+         *     Scope: `schedules:control` (or `admin`).
+         */
+        post: operations["pause_schedule_schedules__name__pause_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/schedules/{name}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a schedule
+         * @description It ticks again from its next tick after now.
+         *
+         *     Scope: `schedules:control` (or `admin`).
+         */
+        post: operations["resume_schedule_schedules__name__resume_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/schedules/{name}/trigger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Enqueue a schedule's job now
+         * @description One job, as a tick would make it, due now; paused or not. The next tick is kept.
+         *
+         *     Scope: `schedules:control` (or `admin`).
+         */
+        post: operations["trigger_schedule_schedules__name__trigger_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/claims": {
         parameters: {
             query?: never;
@@ -735,7 +865,7 @@ export interface components {
          * Action
          * @enum {string}
          */
-        Action: "job.retry" | "jobs.retry" | "job.cancel" | "jobs.cancel" | "queue.pause" | "queue.resume" | "queue.limits" | "token.create" | "token.revoke" | "workflow.cancel" | "type.declare" | "type.remove" | "request.refused";
+        Action: "job.retry" | "jobs.retry" | "job.cancel" | "jobs.cancel" | "queue.pause" | "queue.resume" | "queue.limits" | "token.create" | "token.revoke" | "workflow.cancel" | "type.declare" | "type.remove" | "schedule.create" | "schedule.update" | "schedule.delete" | "schedule.pause" | "schedule.resume" | "schedule.trigger" | "request.refused";
         /**
          * Attempt
          * @description One attempt of a job, from its attempt history: every failed one, and any other
@@ -1138,6 +1268,13 @@ export interface components {
          * @enum {string}
          */
         JobStatus: "blocked" | "pending" | "running" | "completed" | "failed" | "cancelled";
+        /** LastJob */
+        LastJob: {
+            /** Id */
+            id: number;
+            /** Status */
+            status: string | null;
+        };
         /** LeaseRenewal */
         LeaseRenewal: {
             /** Lease */
@@ -1282,6 +1419,12 @@ export interface components {
             lines: string[];
         };
         /**
+         * Missed
+         * @description What becomes of the ticks that passed while no leader ran.
+         * @enum {string}
+         */
+        Missed: "skip" | "once" | "all";
+        /**
          * NewJob
          * @description What a client may say about a job it enqueues; everything but ``type`` is optional.
          * @example {
@@ -1372,6 +1515,79 @@ export interface components {
         NewJobs: {
             /** Jobs */
             jobs: components["schemas"]["NewJob"][];
+        };
+        /**
+         * NewSchedule
+         * @example {
+         *       "cron": "0 3 * * *",
+         *       "name": "nightly-report",
+         *       "payload": {
+         *         "format": "pdf"
+         *       },
+         *       "timezone": "Europe/Berlin",
+         *       "type": "report"
+         *     }
+         * @example {
+         *       "every": "30s",
+         *       "name": "poll-partner",
+         *       "type": "poll"
+         *     }
+         */
+        NewSchedule: {
+            /**
+             * Name
+             * @description Unique; letters, digits and ._:@-, up to 100.
+             */
+            name: string;
+            /**
+             * Type
+             * @description The job type each tick enqueues.
+             */
+            type: string;
+            /**
+             * Cron
+             * @description A cron expression; or give `every`.
+             */
+            cron?: string | null;
+            /**
+             * Every
+             * @description An interval: "30s", "5m", "2h" (at least 1s); or `cron`.
+             */
+            every?: string | null;
+            /**
+             * Timezone
+             * @description The zone `cron` is read in.
+             * @default UTC
+             */
+            timezone?: string;
+            /**
+             * Payload
+             * @description Each job's payload.
+             */
+            payload?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Queue
+             * @description The jobs' queue; default: the task's, else `default`.
+             */
+            queue?: string | null;
+            /**
+             * Priority
+             * @description The jobs' priority; default: the task's, else 0.
+             */
+            priority?: number | null;
+            /**
+             * @description Ticks missed while no process ran: `skip` (only one at most a minute late runs), `once` (the latest runs once), `all` (each runs, at most 100).
+             * @default skip
+             */
+            missed?: components["schemas"]["Missed"];
+            /**
+             * Enabled
+             * @description false: made paused.
+             * @default true
+             */
+            enabled?: boolean;
         };
         /** NewToken */
         NewToken: {
@@ -1725,10 +1941,125 @@ export interface components {
             statuses?: ("failed" | "cancelled")[];
         };
         /**
+         * ScheduleInfo
+         * @description One schedule: its definition, its state and its next run times.
+         * @example {
+         *       "created_at": "2026-12-01T09:30:00Z",
+         *       "cron": "0 3 * * *",
+         *       "enabled": true,
+         *       "last_job": {
+         *         "id": 41,
+         *         "status": "completed"
+         *       },
+         *       "last_run_at": "2026-12-05T02:00:00Z",
+         *       "missed": "skip",
+         *       "name": "nightly-report",
+         *       "next_run_at": "2026-12-06T02:00:00Z",
+         *       "next_runs": [
+         *         "2026-12-06T02:00:00Z",
+         *         "2026-12-07T02:00:00Z"
+         *       ],
+         *       "payload": {
+         *         "format": "pdf"
+         *       },
+         *       "source": "api",
+         *       "timezone": "Europe/Berlin",
+         *       "type": "report",
+         *       "updated_at": "2026-12-01T09:30:00Z"
+         *     }
+         */
+        ScheduleInfo: {
+            /** Name */
+            name: string;
+            /** Type */
+            type: string;
+            /** Cron */
+            cron: string | null;
+            /** Every */
+            every: string | null;
+            /** Timezone */
+            timezone: string;
+            /** Payload */
+            payload: {
+                [key: string]: unknown;
+            } | null;
+            /** Queue */
+            queue: string | null;
+            /** Priority */
+            priority: number | null;
+            /** Missed */
+            missed: string;
+            /** Enabled */
+            enabled: boolean;
+            /** Source */
+            source: string;
+            /**
+             * Next Run At
+             * Format: date-time
+             */
+            next_run_at: string;
+            /** Next Runs */
+            next_runs: string[];
+            /** Last Run At */
+            last_run_at: string | null;
+            last_job: components["schemas"]["LastJob"] | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+        };
+        /** ScheduleList */
+        ScheduleList: {
+            /** Schedules */
+            schedules: components["schemas"]["ScheduleInfo"][];
+            /** Next After */
+            next_after?: string | null;
+        };
+        /**
+         * SchedulePatch
+         * @description The fields to change; one left out is kept. `cron` replaces `every` and the other
+         *     way round; null `queue` or `priority` goes back to the default.
+         * @example {
+         *       "cron": "0 4 * * *"
+         *     }
+         * @example {
+         *       "payload": {
+         *         "format": "csv"
+         *       }
+         *     }
+         */
+        SchedulePatch: {
+            /** Type */
+            type?: string | null;
+            /** Cron */
+            cron?: string | null;
+            /** Every */
+            every?: string | null;
+            /** Timezone */
+            timezone?: string | null;
+            /** Payload */
+            payload?: {
+                [key: string]: unknown;
+            } | null;
+            /** Queue */
+            queue?: string | null;
+            /** Priority */
+            priority?: number | null;
+            missed?: components["schemas"]["Missed"] | null;
+            /** Enabled */
+            enabled?: boolean | null;
+        };
+        /**
          * Scope
          * @enum {string}
          */
-        Scope: "jobs:enqueue" | "jobs:read" | "payloads:read" | "jobs:control" | "jobs:work" | "queues:control" | "metrics:read" | "admin";
+        Scope: "jobs:enqueue" | "jobs:read" | "payloads:read" | "jobs:control" | "jobs:work" | "queues:control" | "schedules:control" | "metrics:read" | "admin";
         /** StateConflict */
         StateConflict: {
             /** Detail */
@@ -3566,6 +3897,641 @@ export interface operations {
                 content?: never;
             };
             /** @description No such workflow */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid or unknown fields, each named */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description Too many failed authentications from this address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Database unavailable; retry after `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_schedules_schedules_get: {
+        parameters: {
+            query?: {
+                /** @description The last name of the page before. */
+                after?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleList"];
+                };
+            };
+            /** @description No token, a malformed, unknown, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the route's scope, or its queue or type */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid or unknown fields, each named */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description Too many failed authentications from this address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Database unavailable; retry after `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    create_schedule_schedules_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewSchedule"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleInfo"];
+                };
+            };
+            /** @description Malformed JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description No token, a malformed, unknown, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the route's scope, or its queue or type */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A schedule of this name exists */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over JOBQUEUE_MAX_REQUEST_BYTES */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description A body sent without Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description Invalid or unknown fields, each named */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description Too many failed authentications from this address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Database unavailable; retry after `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_schedule_schedules__name__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleInfo"];
+                };
+            };
+            /** @description No token, a malformed, unknown, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the route's scope, or its queue or type */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No such schedule */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid or unknown fields, each named */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description Too many failed authentications from this address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Database unavailable; retry after `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    delete_schedule_schedules__name__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No token, a malformed, unknown, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the route's scope, or its queue or type */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No such schedule */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Declared in code: remove it there */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid or unknown fields, each named */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description Too many failed authentications from this address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Database unavailable; retry after `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    update_schedule_schedules__name__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SchedulePatch"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleInfo"];
+                };
+            };
+            /** @description Malformed JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description No token, a malformed, unknown, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the route's scope, or its queue or type */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No such schedule */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Declared in code: only pausing applies */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over JOBQUEUE_MAX_REQUEST_BYTES */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description A body sent without Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description Invalid or unknown fields, each named */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description Too many failed authentications from this address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Database unavailable; retry after `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    pause_schedule_schedules__name__pause_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleInfo"];
+                };
+            };
+            /** @description No token, a malformed, unknown, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the route's scope, or its queue or type */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No such schedule */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid or unknown fields, each named */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description Too many failed authentications from this address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Database unavailable; retry after `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    resume_schedule_schedules__name__resume_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleInfo"];
+                };
+            };
+            /** @description No token, a malformed, unknown, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the route's scope, or its queue or type */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No such schedule */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid or unknown fields, each named */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description Too many failed authentications from this address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Database unavailable; retry after `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    trigger_schedule_schedules__name__trigger_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description No token, a malformed, unknown, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the route's scope, or its queue or type */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No such schedule */
             404: {
                 headers: {
                     [name: string]: unknown;
