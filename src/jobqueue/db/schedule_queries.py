@@ -95,7 +95,7 @@ class ScheduleQueries(QueryBase):
     async def schedules_due(self, *, now: datetime, limit: int) -> list[ScheduleInfo]:
         """Enabled schedules due at ``now``, locked (SKIP LOCKED) for this transaction."""
         records = await self.db.fetch(self._q.schedules_due, now, limit)
-        return [ScheduleInfo.from_record(r) for r in records]
+        return [ScheduleInfo.from_record(r, upcoming=False) for r in records]
 
     async def schedules_next_in(self) -> float | None:
         """Seconds until the earliest enabled tick (0 or less: due); None with none."""

@@ -75,7 +75,9 @@ class ScheduleInfo:
         return timing_of(self.cron, every, self.timezone)
 
     @classmethod
-    def from_record(cls, r: Any) -> ScheduleInfo:
+    def from_record(cls, r: Any, *, upcoming: bool = True) -> ScheduleInfo:
+        """``upcoming``: compute ``next_runs`` (the leader, which has no use for
+        them, saves four cron steps per due schedule)."""
         timing = timing_of(r["cron"], r["every_seconds"], r["timezone"])
         payload = r["payload"]
         last_job = r["last_job_id"]
@@ -92,7 +94,7 @@ class ScheduleInfo:
             enabled=r["enabled"],
             source=r["source"],
             next_run_at=r["next_run_at"],
-            next_runs=timing.next_runs(r["next_run_at"]) if r["enabled"] else [],
+            next_runs=timing.next_runs(r["next_run_at"]) if r["enabled"] and upcoming else [],
             last_run_at=r["last_run_at"],
             last_job=None if last_job is None else LastJob(last_job, r["last_job_status"]),
             created_at=r["created_at"],
