@@ -170,3 +170,16 @@ async def test_a_task_with_cron_is_written_by_the_leading_worker_and_ticks_run(
     assert (await jq.wait(row["id"], timeout=15)).status == "completed"
     assert len(ran) == 1
     assert set(ran[0]) == {"tick"}
+
+
+async def test_several_schedules_run_one_type_each_with_its_own_payload(
+    jq: JobQueue, db: asyncpg.Connection, schema: str
+) -> None:
+    jq.clock.set(datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC))
+    await jq.schedules.create("acme", "invoice", every="1h", payload={"customer": "acme"})
+    await jq.schedules.create("globex", "invoice", every="1h", payload={"customer": "globex"})
+    leader = await runner(jq)
+    jq.clock.set(datetime(2026, 11, 29, 13, 0, 1, tzinfo=UTC))
+    assert await leader.run_once() == 2
+    payloads = sorted(json.loads(r["payload"])["customer"] for r in await jobs(db, schema))
+    assert payloads == ["acme", "globex"]
