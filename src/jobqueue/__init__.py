@@ -9,7 +9,7 @@ from jobqueue.model.errors import (
     EnqueueOutcomeUnknown,
 )
 from jobqueue.model.job import Attempt, Job, JobStatus
-from jobqueue.retry import Discard, ExponentialBackoff, FixedDelay, RetryAt
+from jobqueue.retry import Discard, ExponentialBackoff, FixedDelay, RetryAt, Snooze
 from jobqueue.task import PayloadError, Task
 
 __all__ = [
@@ -27,5 +27,6 @@ __all__ = [
     "JobStatus",
     "PayloadError",
     "RetryAt",
+    "Snooze",
     "Task",
 ]

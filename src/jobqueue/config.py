@@ -151,6 +151,15 @@ class Settings:
         3,
         "Attempts a job gets unless its task or the job itself says otherwise.",
     )
+    max_snoozes: int = setting(
+        "JOBQUEUE_MAX_SNOOZES",
+        positive_int,
+        100,
+        "A job whose handler snoozed it this many times (`raise Snooze(seconds)`) fails "
+        "at its next snooze, saying so, instead of waiting for ever for something that "
+        "does not come. Higher lets a job wait out a longer outage in short snoozes; "
+        "a snooze spends no attempt, so this is what bounds them.",
+    )
     poll_interval: float = setting(
         "POLL_INTERVAL_SECONDS",
         positive_seconds,

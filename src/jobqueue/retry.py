@@ -7,7 +7,8 @@ A policy is any callable ``(attempt) -> seconds``, given per task:
 
 Without one, ``ExponentialBackoff(RETRY_DELAY_SECONDS, JOBQUEUE_RETRY_MAX_DELAY)``
 applies. A handler may also decide for itself, by raising ``RetryAt`` (run again
-at a given time) or ``Discard`` (fail now, with no further attempt).
+at a given time), ``Discard`` (fail now, with no further attempt) or ``Snooze`` (run
+again later, the attempt not counted).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 RetryPolicy = Callable[[int], float]
+# The longest snooze: a year. A job that must wait longer is a job to enqueue later.
+MAX_SNOOZE_SECONDS = 365 * 86400.0
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,29 @@ class RetryAt(Exception):
         if self.at is not None:
             return max(0.0, (self.at - datetime.now(UTC)).total_seconds())
         return max(0.0, self.delay_seconds or 0.0)
+
+
+class Snooze(Exception):
+    """Raised by a handler that cannot run yet (a partner's API is down, a file is not
+    there yet): run the job again after ``seconds``, or at ``at`` (an aware datetime),
+    without spending an attempt. The snooze is kept in the job's history; a job
+    snoozed JOBQUEUE_MAX_SNOOZES times fails instead (docs/lifecycle.md#snooze)."""
+
+    def __init__(self, seconds: float | None = None, *, at: datetime | None = None) -> None:
+        if (at is None) == (seconds is None):
+            raise ValueError("Snooze takes exactly one of seconds and at=")
+        if at is not None and at.tzinfo is None:
+            raise ValueError("Snooze(at=...) needs a datetime with a time zone")
+        if seconds is not None and not 0 <= seconds <= MAX_SNOOZE_SECONDS:
+            raise ValueError(f"Snooze: seconds must be within 0 and {MAX_SNOOZE_SECONDS:g}")
+        super().__init__(f"snoozed for {seconds}s" if at is None else f"snoozed until {at}")
+        self.at = at
+        self.seconds = seconds
+
+    def delay(self) -> float:
+        if self.at is not None:
+            return min(MAX_SNOOZE_SECONDS, max(0.0, (self.at - datetime.now(UTC)).total_seconds()))
+        return self.seconds or 0.0
 
 
 class Discard(Exception):

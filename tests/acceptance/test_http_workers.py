@@ -627,3 +627,36 @@ async def test_an_api_that_stands_for_maintenance_rescues_lapsed_leases(
         [again] = (await claim(client, token, worker="w2")).json()["jobs"]
         assert (again["id"], again["attempt"]) == (job_id, 2)
     assert server.stop() == 0
+
+
+async def test_a_snoozed_job_runs_again_later_its_attempt_not_counted(
+    api: tuple[str, Process], db: asyncpg.Connection, schema: str
+) -> None:
+    base, _ = api
+    token = await make_token(db, schema, "snoozer", WORK)
+    async with httpx.AsyncClient(base_url=base) as client:
+        job_id = await enqueue(client, token, queue="images", max_attempts=1)
+        [job] = (await claim(client, token)).json()["jobs"]
+        snoozed = await client.post(
+            f"/jobs/{job_id}/snooze", json={"lease": job["lease"], "seconds": 0.3},
+            headers=auth(token),
+        )  # fmt: skip
+        assert snoozed.json() == {"id": job_id, "status": "pending", "retry_in_seconds": 0.3}
+        assert (await claim(client, token, wait_seconds=0)).json()["jobs"] == []  # not yet
+        # Due after its snooze, as the same attempt: the one attempt allowed is still to come.
+        [again] = (await claim(client, token, wait_seconds=5)).json()["jobs"]
+        assert (again["id"], again["attempt"]) == (job_id, 1)
+        # A snooze in a batch of outcomes, and one that also carries an error: refused.
+        batch = {"outcomes": [{"lease": again["lease"], "snooze_seconds": 3600}]}
+        answered = await client.post("/outcomes", json=batch, headers=auth(token))
+        [outcome] = answered.json()["outcomes"]
+        assert (outcome["ok"], outcome["status"], outcome["retry_in_seconds"]) == (
+            True, "pending", 3600,
+        )  # fmt: skip
+        bad = {"outcomes": [{"lease": again["lease"], "snooze_seconds": 1,
+                             "error": {"type": "E"}}]}  # fmt: skip
+        refused = await client.post("/outcomes", json=bad, headers=auth(token))
+        assert refused.status_code == 422
+        assert "a snooze has no result or error" in refused.text
+        attempts = (await client.get(f"/jobs/{job_id}/attempts", headers=auth(token))).json()
+        assert [a["error"][:11] for a in attempts["attempts"]] == ["snoozed for"] * 2

@@ -218,6 +218,7 @@ JSON_BODIES = {
     ("post", "/jobs/{job_id}/fail"): {"lease": "1.1.w", "error": {"type": "E"}},
     ("post", "/jobs/{job_id}/logs"): {"lease": "1.1.w", "lines": ["x"]},
     ("post", "/jobs/{job_id}/release"): {"lease": "1.1.w"},
+    ("post", "/jobs/{job_id}/snooze"): {"lease": "1.1.w", "seconds": 1},
     ("post", "/heartbeats"): {"leases": ["1.1.w"]},
     ("post", "/outcomes"): {"outcomes": [{"lease": "1.1.w"}]},
     ("post", "/schedules"): {"name": "n", "type": "noop", "every": "1m"},

@@ -40,12 +40,13 @@ from jobqueue.api.work_schemas import (
     OutcomesAnswer,
     OutcomesRequest,
     ReleaseRequest,
+    SnoozeRequest,
 )
 from jobqueue.app import JobQueue
 from jobqueue.auth import access
 from jobqueue.auth.authenticator import require
 from jobqueue.http_workers.leases import Lease, worker_id
-from jobqueue.http_workers.service import ClaimOrder, Completion, Failed
+from jobqueue.http_workers.service import ClaimOrder, Completion, Failed, Snoozed
 from jobqueue.model.job import trace_id_of
 from jobqueue.model.tokens import Principal, Scope
 
@@ -211,6 +212,28 @@ async def fail(
 
 
 @router.post(
+    "/jobs/{job_id}/snooze",
+    response_model=Outcome,
+    summary="Snooze a leased job: run it again later, the attempt not counted",
+    responses=declare(BODY, INVALID, LEASE_LOST, UNAVAILABLE),
+)
+async def snooze(
+    request: Request,
+    who: Annotated[Principal, require(Scope.WORK)],
+    job_id: JobId,
+    given: Annotated[SnoozeRequest, Body()],
+) -> Outcome:
+    """The job cannot run yet: it is `pending` again, due after `seconds`, and its
+    attempt is not counted for its retry policy. A job snoozed JOBQUEUE_MAX_SNOOZES
+    times is `failed` instead, saying so; one asked to stop is `cancelled`."""
+    lease = _leased(given.lease, job_id)
+    status, delay = await jobqueue(request).http_workers.snooze(
+        Snoozed(lease, worker_id(who, lease.worker), given.seconds)
+    )
+    return Outcome(id=job_id, status=status, retry_in_seconds=delay)
+
+
+@router.post(
     "/jobs/{job_id}/release",
     response_model=Outcome,
     summary="Hand a leased job back, its attempt not counted",
@@ -329,11 +352,13 @@ async def apply_outcomes(
 ) -> list[OutcomeApplied]:
     """Each outcome applied, fenced by its lease: POST /outcomes, and those a claim
     carries."""
-    items: list[Completion | Failed] = []
+    items: list[Completion | Failed | Snoozed] = []
     for o in outcomes:
         lease = _parsed(o.lease)
         who_id = worker_id(who, lease.worker)
-        if o.error is None:
+        if o.snooze_seconds is not None:
+            items.append(Snoozed(lease, who_id, o.snooze_seconds))
+        elif o.error is None:
             items.append(Completion(lease, who_id, o.result))
         else:
             error = f"{o.error.type}: {o.error.message}" if o.error.message else o.error.type

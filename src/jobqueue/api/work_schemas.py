@@ -6,10 +6,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
 
 from jobqueue.http_workers.leases import WORKER_NAME, Lease
 from jobqueue.model import fields
+from jobqueue.retry import MAX_SNOOZE_SECONDS
 
 MAX_CLAIM = 100  # jobs in one claim
 MAX_BATCH = 1000  # leases, outcomes or log lines in one call
@@ -163,6 +171,16 @@ class FailRequest(BaseModel):
     discard: bool = Field(default=False, description="Fail for good, attempts left or not.")
 
 
+SnoozeSeconds = Annotated[float, Field(ge=0, le=MAX_SNOOZE_SECONDS, allow_inf_nan=False)]
+
+
+class SnoozeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    lease: LeaseText
+    seconds: SnoozeSeconds = Field(description="Run the job again after this long.")
+
+
 class Outcome(BaseModel):
     id: int
     status: Literal["completed", "pending", "failed", "cancelled"] = Field(
@@ -209,8 +227,9 @@ class HeartbeatsAnswer(BaseModel):
 
 
 class OutcomeIn(BaseModel):
-    """A completion (``result``), or with ``error`` a failure (``retry_in_seconds``,
-    ``discard``)."""
+    """A completion (``result``); with ``error`` a failure (``retry_in_seconds``,
+    ``discard``); with ``snooze_seconds`` a snooze (run again later, the attempt not
+    counted)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -219,6 +238,13 @@ class OutcomeIn(BaseModel):
     error: ErrorIn | None = None
     retry_in_seconds: Annotated[float, Field(ge=0, le=fields.MAX_DELAY_SECONDS)] | None = None
     discard: bool = False
+    snooze_seconds: SnoozeSeconds | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> OutcomeIn:
+        if self.snooze_seconds is not None and (self.error is not None or self.result is not None):
+            raise ValueError("snooze_seconds: a snooze has no result or error")
+        return self
 
 
 class OutcomesRequest(BaseModel):

@@ -95,6 +95,14 @@ class Failure:
 
 
 @dataclass(frozen=True, slots=True)
+class Snoozed:
+    """A snoozed attempt, to be written: due again after ``delay`` seconds, uncounted."""
+
+    job: ClaimedJob
+    delay: float
+
+
+@dataclass(frozen=True, slots=True)
 class ProgressReport:
     job: ClaimedJob
     fraction: float | None

@@ -140,6 +140,7 @@ class Queries:
     schedules_sync_code: str
     schema_create: str
     schema_tables: str
+    snooze: str
     token_create: str
     token_revoke: str
     tokens_active_exist: str

@@ -54,6 +54,7 @@ from jobqueue.db.records import (
     ProgressReport,
     RememberedKey,
     Renewal,
+    Snoozed,
 )
 from jobqueue.db.schedule_queries import ScheduleQueries
 from jobqueue.db.sql import Queries, queries
@@ -295,6 +296,20 @@ class Store(
         rows = await self.db.fetch(
             self._q.fail, [j.id for j in jobs], json.dumps(attempts), worker_id, self.clock.now()
         )
+        return _fenced_out(jobs, rows)
+
+    async def snooze(
+        self, *, snoozes: Sequence[Snoozed], worker_id: str, max_snoozes: int
+    ) -> list[ClaimedJob]:
+        """Record snoozed attempts: each job due again after its delay, the attempt
+        uncounted; failed once snoozed ``max_snoozes`` times. Returns the jobs the fence
+        refused."""
+        jobs = [s.job for s in snoozes]
+        held = {str(s.job.id): {"claim": s.job.claim, "delay": s.delay} for s in snoozes}
+        rows = await self.db.fetch(
+            self._q.snooze, [j.id for j in jobs], json.dumps(held), worker_id, self.clock.now(),
+            max_snoozes,
+        )  # fmt: skip
         return _fenced_out(jobs, rows)
 
     async def release(self, *, jobs: Sequence[ClaimedJob], worker_id: str) -> list[ClaimedJob]:

@@ -23,7 +23,14 @@ from typing import Any, Literal, Protocol
 
 from jobqueue.config import Settings
 from jobqueue.db.listener import Listener
-from jobqueue.db.records import ClaimedJob, Failure, LogChunk, ParentResult, ProgressReport
+from jobqueue.db.records import (
+    ClaimedJob,
+    Failure,
+    LogChunk,
+    ParentResult,
+    ProgressReport,
+)
+from jobqueue.db.records import Snoozed as SnoozedAttempt
 from jobqueue.db.sql import new_jobs
 from jobqueue.db.store import Store
 from jobqueue.http_workers.leases import Lease
@@ -367,8 +374,16 @@ class HttpWorkers:
             raise LeaseLost(failed.lease.job_id)
         return status, delay
 
+    async def snooze(self, snoozed: Snoozed) -> tuple[OutcomeStatus, float | None]:
+        """The job runs again after ``seconds``, the attempt not counted (``failed``
+        once snoozed JOBQUEUE_MAX_SNOOZES times; ``cancelled`` if asked to stop)."""
+        (status, delay) = (await self.outcomes([snoozed]))[snoozed.lease]
+        if status is None:
+            raise LeaseLost(snoozed.lease.job_id)
+        return status, delay
+
     async def outcomes(
-        self, items: Sequence[Completion | Failed]
+        self, items: Sequence[Completion | Failed | Snoozed]
     ) -> dict[Lease, tuple[OutcomeStatus | None, float | None]]:
         """Each outcome applied, fenced by its lease: (its job's status, the retry's
         delay), or (None, None) where the lease lost its job and nothing changed. The
@@ -395,13 +410,15 @@ class HttpWorkers:
                                       for job_id, status in ended.items()])  # fmt: skip
         for failed in (i for i in items if isinstance(i, Failed)):
             applied[failed.lease] = await self._fail(store, failed)
+        for snoozed in (i for i in items if isinstance(i, Snoozed)):
+            applied[snoozed.lease] = await self._snooze(store, snoozed)
         for item in items:
             if applied[item.lease] == (None, None):
                 applied[item.lease] = await self._sent_again(store, item)
         return applied
 
     async def _sent_again(
-        self, store: Store, item: Completion | Failed
+        self, store: Store, item: Completion | Failed | Snoozed
     ) -> tuple[OutcomeStatus | None, float | None]:
         """A refused outcome may be this very claim's, applied before and sent again
         because its answer was lost: it is answered as it was applied, and changes
@@ -411,6 +428,8 @@ class HttpWorkers:
         last = await store.outcome_applied(job_id=item.lease.job_id)
         if last is None or last.claim_token != item.lease.claim:
             return None, None
+        if isinstance(item, Snoozed):  # pending again with this claim's token: snoozed
+            return ("pending", last.retry_in) if last.status == "pending" else (None, None)
         if isinstance(item, Completion):
             if last.status == "completed":
                 return "completed", None
@@ -454,6 +473,23 @@ class HttpWorkers:
         await self._ended(store, [(job.id, attempted)])
         return ("failed" if delay is None else "pending"), delay
 
+    async def _snooze(
+        self, store: Store, snoozed: Snoozed
+    ) -> tuple[OutcomeStatus | None, float | None]:
+        refused = await store.snooze(
+            snoozes=[SnoozedAttempt(snoozed.lease.held(), snoozed.seconds)],
+            worker_id=snoozed.worker_id,
+            max_snoozes=self._source.settings.max_snoozes,
+        )
+        if refused:
+            return None, None
+        job = await store.get_job(job_id=snoozed.lease.job_id)
+        status = "pending" if job is None else job.status.value
+        await self._ended(store, [(snoozed.lease.job_id, "snoozed")])
+        if status == "pending":
+            return "pending", snoozed.seconds
+        return ("cancelled" if status == "cancelled" else "failed"), None
+
 
 OutcomeStatus = Literal["completed", "pending", "failed", "cancelled"]
 # The queues and the types (None: any) a worker's claim names.
@@ -487,3 +523,12 @@ def _by_worker(leases: Sequence[tuple[Lease, str]]) -> dict[str, list[Lease]]:
     for lease, worker_id in leases:
         grouped.setdefault(worker_id, []).append(lease)
     return grouped
+
+
+@dataclass(frozen=True, slots=True)
+class Snoozed:
+    """A worker over HTTP's snooze: run the job again after ``seconds``, uncounted."""
+
+    lease: Lease
+    worker_id: str
+    seconds: float

@@ -23,7 +23,7 @@ from jobqueue.db.records import ClaimedJob
 # - cancelled: the job was cancelled while it ran;
 # - released: shutdown stopped it; it goes back to pending, the attempt not counted.
 # (A job whose worker died is "rescued" by the leader, which sees no attempt end.)
-Outcome = Literal["completed", "retried", "failed", "discarded", "cancelled", "released"]
+Outcome = Literal["completed", "retried", "failed", "discarded", "cancelled", "released", "snoozed"]
 
 
 class AttemptObserver(Protocol):

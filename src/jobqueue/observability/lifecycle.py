@@ -111,6 +111,16 @@ def went_wrong(
     log.warning(f"job.{outcome}", **fields, exc_info=exc)
 
 
+def snoozed(job: ClaimedJob, worker_id: str | None, started: float, delay: float) -> None:
+    """An attempt snoozed: the job runs again after ``delay`` seconds, uncounted. Not a
+    warning: a handler snoozes when it means to."""
+    if logs.enabled("info"):
+        seconds = time.monotonic() - started
+        fields = attempt_fields(job, worker_id, datetime.now(UTC) - timedelta(seconds=seconds))
+        fields["duration_ms"] = round(seconds * 1000, 3)
+        log.info("job.snoozed", **fields, retry_in_ms=round(delay * 1000, 3))
+
+
 def cancelled_pending(job_id: int, *, type: str | None = None, queue: str | None = None) -> None:
     """A pending job was cancelled: it ends without running again."""
     if logs.enabled("info"):

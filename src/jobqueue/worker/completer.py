@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from jobqueue.checkpoints import Signal, Signals
 from jobqueue.db.pool import log_failure, resend_unsent
-from jobqueue.db.records import ClaimedJob, Failure
+from jobqueue.db.records import ClaimedJob, Failure, Snoozed
 from jobqueue.db.store import Store
 from jobqueue.logs import get_logger
 from jobqueue.model.job import CANCELLED_WHILE_RUNNING, JobStatus
@@ -63,6 +63,7 @@ class Completer:
         *,
         flush_interval: float = FLUSH_INTERVAL,
         lease_seconds: float = 30.0,
+        max_snoozes: int = 100,
     ) -> None:
         self._store = store
         self._worker_id = worker_id
@@ -73,6 +74,8 @@ class Completer:
         self._completed: list[ClaimedJob] = []
         self._failed: list[Failure] = []
         self._released: list[ClaimedJob] = []
+        self._snoozed: list[Snoozed] = []
+        self._max_snoozes = max_snoozes  # JOBQUEUE_MAX_SNOOZES
         self._cancelled: list[ClaimedJob] = []
         self._results: dict[int, str] = {}  # of completed jobs that returned something
         self._workflow = False  # a job of a workflow is among the completed
@@ -99,6 +102,10 @@ class Completer:
 
     def fail(self, job: ClaimedJob, error: str, traceback: str | None, delay: float | None) -> None:
         self._failed.append(Failure(job, error, traceback, delay))
+        self._wake()
+
+    def snooze(self, job: ClaimedJob, delay: float) -> None:
+        self._snoozed.append(Snoozed(job, delay))
         self._wake()
 
     def release(self, job: ClaimedJob) -> None:
@@ -148,9 +155,10 @@ class Completer:
     async def flush(self) -> int:
         """Write every outcome buffered; return how many were buffered."""
         completed, failed, released = self._completed, self._failed, self._released
-        cancelled, workflow = self._cancelled, self._workflow
-        count = len(completed) + len(failed) + len(released) + len(cancelled)
+        cancelled, snoozed, workflow = self._cancelled, self._snoozed, self._workflow
+        count = len(completed) + len(failed) + len(released) + len(cancelled) + len(snoozed)
         self._completed, self._failed, self._released, self._cancelled = [], [], [], []
+        self._snoozed = []
         self._workflow = False
         try:
             async with self._store.connection() as store:
@@ -183,6 +191,14 @@ class Completer:
                         "hand-back", store.release(jobs=released, worker_id=worker_id)
                     )
                     released = []
+                if snoozed:
+                    await self._write(
+                        "snooze",
+                        store.snooze(
+                            snoozes=snoozed, worker_id=worker_id, max_snoozes=self._max_snoozes
+                        ),
+                    )
+                    snoozed = []
                 if cancelled:
                     await self._write(
                         "cancellation",
@@ -198,7 +214,7 @@ class Completer:
         except BaseException:
             # Keep what was not written for the next flush.
             self._completed[:0], self._failed[:0], self._released[:0] = completed, failed, released
-            self._cancelled[:0] = cancelled
+            self._cancelled[:0], self._snoozed[:0] = cancelled, snoozed
             self._workflow = self._workflow or (workflow and bool(completed))
             raise
 

@@ -25,7 +25,7 @@ from jobqueue.db.records import ClaimedJob, ParentResult
 from jobqueue.logs import get_logger
 from jobqueue.observability import lifecycle
 from jobqueue.observability.attempts import AttemptObserver, Outcome
-from jobqueue.retry import Discard, RetryAt, RetryPolicy
+from jobqueue.retry import Discard, RetryAt, RetryPolicy, Snooze
 from jobqueue.task import PayloadError, Task
 from jobqueue.worker.completer import Completer
 from jobqueue.worker.isolation import IsolatedFailure, run_isolated
@@ -185,7 +185,11 @@ class Executor:
                     await writing
                 if self._job_logs is not None and (writing := self._job_logs.settle(job)):
                     await writing
-                outcome = self._failed(job, exc, started)
+                outcome = (
+                    self._snoozed(job, exc, started)
+                    if isinstance(exc, Snooze)
+                    else self._failed(job, exc, started)
+                )
         else:
             if job.id in self._cancel_requested:  # returned after the cancel: cancelled
                 outcome = "cancelled"
@@ -320,6 +324,14 @@ class Executor:
         if delay is not None:
             self._on_retry_scheduled(delay)
         return outcome
+
+    def _snoozed(self, job: ClaimedJob, snooze: Snooze, started: float) -> Outcome:
+        """Buffer the snooze: due again after its delay, the attempt not counted."""
+        delay = snooze.delay()
+        self._completer.snooze(job, delay)
+        lifecycle.snoozed(job, self._worker_id, started, delay)
+        self._on_retry_scheduled(delay)
+        return "snoozed"
 
     def _retry_delay(self, job: ClaimedJob, exc: Exception) -> float | None:
         """Seconds until the next attempt; None when there is none (the job fails)."""

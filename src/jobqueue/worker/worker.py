@@ -121,7 +121,9 @@ class Worker:
         # The types it claims: those it has handlers for, unless told to take every type
         # (the executor then fails the others for want of a handler).
         types = tuple(sorted(tasks))
-        self.completer = Completer(store, self.id, lease_seconds=settings.lease_seconds)
+        self.completer = Completer(
+            store, self.id, lease_seconds=settings.lease_seconds, max_snoozes=settings.max_snoozes
+        )
         self.progress = ProgressWriter(store, self.id, settings.progress_interval)
         self.job_logs = job_logs(settings, store, self.id)
         self.executor = Executor(
