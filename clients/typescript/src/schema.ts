@@ -761,6 +761,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/jobs/{job_id}/snooze": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Snooze a leased job: run it again later, the attempt not counted
+         * @description The job cannot run yet: it is `pending` again, due after `seconds`, and its
+         *     attempt is not counted for its retry policy. A job snoozed JOBQUEUE_MAX_SNOOZES
+         *     times is `failed` instead, saying so; one asked to stop is `cancelled`.
+         *
+         *     Scope: `jobs:work` (or `admin`).
+         */
+        post: operations["snooze_jobs__job_id__snooze_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/jobs/{job_id}/release": {
         parameters: {
             query?: never;
@@ -1779,8 +1803,9 @@ export interface components {
         };
         /**
          * OutcomeIn
-         * @description A completion (``result``), or with ``error`` a failure (``retry_in_seconds``,
-         *     ``discard``).
+         * @description A completion (``result``); with ``error`` a failure (``retry_in_seconds``,
+         *     ``discard``); with ``snooze_seconds`` a snooze (run again later, the attempt not
+         *     counted).
          */
         OutcomeIn: {
             /** Lease */
@@ -1795,6 +1820,8 @@ export interface components {
              * @default false
              */
             discard?: boolean;
+            /** Snooze Seconds */
+            snooze_seconds?: number | null;
         };
         /** OutcomesAnswer */
         OutcomesAnswer: {
@@ -2060,6 +2087,16 @@ export interface components {
          * @enum {string}
          */
         Scope: "jobs:enqueue" | "jobs:read" | "payloads:read" | "jobs:control" | "jobs:work" | "queues:control" | "schedules:control" | "metrics:read" | "admin";
+        /** SnoozeRequest */
+        SnoozeRequest: {
+            /** Lease */
+            lease: string;
+            /**
+             * Seconds
+             * @description Run the job again after this long.
+             */
+            seconds: number;
+        };
         /** StateConflict */
         StateConflict: {
             /** Detail */
@@ -4874,6 +4911,108 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["FailRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Outcome"];
+                };
+            };
+            /** @description Malformed JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description No token, a malformed, unknown, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the route's scope, or its queue or type */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The lease no longer holds the job; nothing changed */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body over JOBQUEUE_MAX_REQUEST_BYTES */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description A body sent without Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description Invalid or unknown fields, each named */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description Too many failed authentications from this address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Database unavailable; retry after `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    snooze_jobs__job_id__snooze_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id. */
+                job_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SnoozeRequest"];
             };
         };
         responses: {
