@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 import asyncpg
 
-from jobqueue import config, control, logs, observability, settings_parsing
+from jobqueue import config, control, job_edits, logs, observability, settings_parsing
 from jobqueue.audit import Actor
 from jobqueue.auth.admin import TokenAdmin
 from jobqueue.config import Settings
@@ -440,6 +440,25 @@ class JobQueue(Connected):
         moments, never to be retried. Raises JobNotFound, or JobStateError for a job
         that already ended."""
         return await control.cancel(await self.store(), job_id, by=by)
+
+    @raises_unavailable
+    async def update_job(self, job_id: int, *, by: Actor | None = None, **changes: Any) -> Job:
+        """Change a job that has not started (pending: due, scheduled or retrying):
+        ``run_at`` or ``delay_seconds``, ``priority``, ``queue``, ``max_attempts``,
+        ``payload`` (checked against its task's type, as at enqueue). Raises
+        JobNotFound, or JobStateError once it runs or ended (docs/job-edits.md)."""
+        return await job_edits.update(await self.store(), self._rows, job_id, changes, by=by)
+
+    @raises_unavailable
+    async def run_now(self, job_id: int, *, by: Actor | None = None) -> Job:
+        """Make a scheduled or retrying job due now; a due one is left as it is."""
+        return await job_edits.run_now(await self.store(), job_id, by=by)
+
+    @raises_unavailable
+    async def delete_job(self, job_id: int, *, by: Actor | None = None) -> None:
+        """Delete a job that is not running, with its history. Raises JobStateError for
+        a running one (cancel it first), WorkflowJobError for a workflow's."""
+        await job_edits.delete(await self.store(), job_id, by=by)
 
     @raises_unavailable
     async def cancel_many(

@@ -222,6 +222,7 @@ JSON_BODIES = {
     ("post", "/heartbeats"): {"leases": ["1.1.w"]},
     ("post", "/outcomes"): {"outcomes": [{"lease": "1.1.w"}]},
     ("post", "/schedules"): {"name": "n", "type": "noop", "every": "1m"},
+    ("patch", "/jobs/{id}"): {"priority": 1},
     ("patch", "/schedules/{name}"): {"every": "2m"},
 }
 
@@ -255,7 +256,7 @@ async def test_a_body_that_is_not_json_is_a_415_on_every_route_with_a_body(
         headers = {} if content_type is None else {"content-type": content_type}
         r = await client.request(
             method,
-            path.replace("{name}", "mail").replace("{job_id}", "1"),
+            path.replace("{name}", "mail").replace("{job_id}", "1").replace("{id}", "1"),
             content=json.dumps(body),
             headers=headers,
         )

@@ -79,10 +79,25 @@ export interface paths {
         get: operations["get_job_jobs__id__get"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a job that is not running
+         * @description The job and its history are gone; a unique key it held is free. A running job is
+         *     a 409: cancel it first. A workflow's job is a 409 too: cancel the workflow.
+         *
+         *     Scope: `jobs:control` (or `admin`).
+         */
+        delete: operations["delete_job_jobs__id__delete"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a job that has not started
+         * @description A pending job (due, scheduled or waiting to retry) changed: its run time, its
+         *     priority, its queue, its attempts, its payload. A running or ended job is a 409
+         *     naming its state; so is one a worker took between a read and this change.
+         *
+         *     Scope: `jobs:control` (or `admin`).
+         */
+        patch: operations["update_job_jobs__id__patch"];
         trace?: never;
     };
     "/jobs/{id}/retry": {
@@ -200,6 +215,29 @@ export interface paths {
         get: operations["get_attempts_jobs__id__attempts_get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/{id}/run-now": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a scheduled or retrying job due now
+         * @description Its `run_at` becomes now, and a worker takes it at once; a job due already is
+         *     answered as it is.
+         *
+         *     Scope: `jobs:control` (or `admin`).
+         */
+        post: operations["run_now_jobs__id__run_now_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -889,7 +927,7 @@ export interface components {
          * Action
          * @enum {string}
          */
-        Action: "job.retry" | "jobs.retry" | "job.cancel" | "jobs.cancel" | "queue.pause" | "queue.resume" | "queue.limits" | "token.create" | "token.revoke" | "workflow.cancel" | "type.declare" | "type.remove" | "schedule.create" | "schedule.update" | "schedule.delete" | "schedule.pause" | "schedule.resume" | "schedule.trigger" | "request.refused";
+        Action: "job.retry" | "jobs.retry" | "job.cancel" | "jobs.cancel" | "job.update" | "job.run_now" | "job.delete" | "queue.pause" | "queue.resume" | "queue.limits" | "token.create" | "token.revoke" | "workflow.cancel" | "type.declare" | "type.remove" | "schedule.create" | "schedule.update" | "schedule.delete" | "schedule.pause" | "schedule.resume" | "schedule.trigger" | "request.refused";
         /**
          * Attempt
          * @description One attempt of a job, from its attempt history: every failed one, and any other
@@ -1280,6 +1318,46 @@ export interface components {
             jobs: components["schemas"]["Job"][];
             /** Next After */
             next_after?: number | null;
+        };
+        /**
+         * JobPatch
+         * @description The fields to change; one left out is kept.
+         * @example {
+         *       "delay_seconds": 3600
+         *     }
+         * @example {
+         *       "priority": -5
+         *     }
+         * @example {
+         *       "payload": {
+         *         "to": "b@x"
+         *       }
+         *     }
+         */
+        JobPatch: {
+            /**
+             * Run At
+             * @description Do not start before this.
+             */
+            run_at?: string | null;
+            /**
+             * Delay Seconds
+             * @description Do not start before this many seconds from now.
+             */
+            delay_seconds?: number | null;
+            /** Priority */
+            priority?: number | null;
+            /** Queue */
+            queue?: string | null;
+            /** Max Attempts */
+            max_attempts?: number | null;
+            /**
+             * Payload
+             * @description Checked against the job's type, as at enqueue.
+             */
+            payload?: {
+                [key: string]: unknown;
+            } | null;
         };
         /**
          * JobStatus
@@ -2611,6 +2689,195 @@ export interface operations {
             };
         };
     };
+    delete_job_jobs__id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No token, a malformed, unknown, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the route's scope, or its queue or type */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The job is running (cancel it first), or of a workflow */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StateConflict"];
+                };
+            };
+            /** @description Invalid or unknown fields, each named */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description Too many failed authentications from this address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Database unavailable; retry after `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    update_job_jobs__id__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JobPatch"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Malformed JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description No token, a malformed, unknown, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the route's scope, or its queue or type */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The job is running or ended: only a pending one can be changed */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StateConflict"];
+                };
+            };
+            /** @description Request body over JOBQUEUE_MAX_REQUEST_BYTES */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description A body sent without Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description Invalid or unknown fields, each named */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description Too many failed authentications from this address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Database unavailable; retry after `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     retry_job_jobs__id__retry_post: {
         parameters: {
             query?: never;
@@ -3002,6 +3269,86 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid or unknown fields, each named */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description Too many failed authentications from this address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Database unavailable; retry after `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    run_now_jobs__id__run_now_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description No token, a malformed, unknown, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the route's scope, or its queue or type */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The job is running or ended */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StateConflict"];
                 };
             };
             /** @description Invalid or unknown fields, each named */

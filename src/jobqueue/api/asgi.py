@@ -13,6 +13,7 @@ from jobqueue.api import (
     audit_routes,
     enqueue,
     errors,
+    job_edit_routes,
     job_routes,
     lean,
     lean_work,
@@ -71,9 +72,9 @@ def create_app(
     )
     app.state.refusals = refusals.RefusalLog(jq.store)
     # In this order: FastAPI matches a request against the routes in the order included.
-    routers = [job_routes.router, queue_routes.router, operation_routes.router,
-               token_routes.router, audit_routes.router, limit_routes.router,
-               workflow_routes.router, schedule_routes.router,
+    routers = [job_routes.router, job_edit_routes.router, queue_routes.router,
+               operation_routes.router, token_routes.router, audit_routes.router,
+               limit_routes.router, workflow_routes.router, schedule_routes.router,
                work_routes.router]  # fmt: skip
     for each in routers:
         app.include_router(each)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
 from typing import TypeAlias, TypeVar
 
 from jobqueue import config, logs, settings_parsing
@@ -92,3 +93,15 @@ def with_jobqueue(jq: JobQueue, call: Callable[[], Awaitable[T]]) -> T:
             return await call()
 
     return asyncio.run(run())
+
+
+def aware_time(flag: str, value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise UsageError(f"{flag} must be an ISO 8601 time, got {value!r}") from exc
+    if parsed.tzinfo is None:
+        raise UsageError(f"{flag} needs a time zone, e.g. {value}Z or {value}+01:00")
+    return parsed

@@ -17,9 +17,11 @@ from jobqueue.cli.common import (
     Run,
     UsageError,
     add_output_flags,
+    aware_time,
     client,
     with_jobqueue,
 )
+from jobqueue.cli.job_edits import add_job_edit_commands
 from jobqueue.cli.output import (
     format_time,
     print_fields,
@@ -63,7 +65,7 @@ def add_enqueue_command(commands: Commands) -> None:
 
 
 def add_jobs_commands(commands: Commands) -> None:
-    text = "inspect jobs; retry or cancel them"
+    text = "inspect jobs; retry, cancel, change or delete them"
     jobs = commands.add_parser("jobs", help=text, description=text).add_subparsers(
         dest="jobs_command", required=True, metavar="COMMAND"
     )
@@ -118,6 +120,7 @@ def add_jobs_commands(commands: Commands) -> None:
     cmd.add_argument("--after", type=int, help="list jobs older than this id")
     add_output_flags(cmd)
     cmd.set_defaults(run=run_jobs_list)
+    add_job_edit_commands(jobs)
 
 
 def run_enqueue(args: argparse.Namespace) -> int:
@@ -389,15 +392,3 @@ def one_job_or_filters(args: argparse.Namespace, filters: Iterable[object], name
         raise UsageError("give a job ID or filters, not both")
     if args.id is None and not given:
         raise UsageError(f"give a job ID, filters ({names}) or --all")
-
-
-def aware_time(flag: str, value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError as exc:
-        raise UsageError(f"{flag} must be an ISO 8601 time, got {value!r}") from exc
-    if parsed.tzinfo is None:
-        raise UsageError(f"{flag} needs a time zone, e.g. {value}Z or {value}+01:00")
-    return parsed

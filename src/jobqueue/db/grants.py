@@ -48,7 +48,9 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         "schedules": "SELECT, INSERT, UPDATE, DELETE",
     },
     "api": {
-        "jobs": "SELECT, INSERT, UPDATE",  # enqueue, cancel, retry; HTTP workers' claims
+        # enqueue, cancel, retry, edit, delete; HTTP workers' claims
+        "jobs": "SELECT, INSERT, UPDATE, DELETE",
+        "unique_keys": "SELECT, UPDATE",  # a deleted job's key freed (job_delete.sql)
         # Workers over HTTP (docs/http-workers.md): a failed attempt's history, their
         # log lines, their worker rows.
         "job_attempts": "SELECT, INSERT",

@@ -107,7 +107,6 @@ CREATE TABLE jobqueue.jobs (
     cancelled_by bigint,
     concurrency_key text,
     claim_token bigint,
-    snoozes integer DEFAULT 0 NOT NULL,
     CONSTRAINT jobs_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT jobs_concurrency_key_check CHECK ((concurrency_key <> ''::text)),
     CONSTRAINT jobs_max_attempts_check CHECK ((max_attempts >= 1)),

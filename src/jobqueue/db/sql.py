@@ -84,11 +84,14 @@ class Queries:
     idempotency_lookup: str
     idempotency_take: str
     job_attempts: str
+    job_delete: str
     job_log_append: str
     job_log_size: str
+    job_run_now: str
     job_type_put: str
     job_type_remove: str
     job_types_list: str
+    job_update: str
     jobs_changed_since: str
     jobs_count_bounded: str
     jobs_due_or_running: str

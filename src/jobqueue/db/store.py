@@ -472,6 +472,33 @@ class Store(
 
     # -- job control -------------------------------------------------------------------
 
+    async def job_update(
+        self,
+        *,
+        job_id: int,
+        run_at: datetime | None,
+        delay_seconds: float | None,
+        priority: int | None,
+        queue: str | None,
+        max_attempts: int | None,
+        payload: str | None,
+    ) -> Job | None:
+        """The job changed, if it was pending; None leaves a field as it is."""
+        record = await self.db.fetchrow(
+            self._q.job_update, job_id, run_at, delay_seconds, priority, queue, max_attempts,
+            payload, self.clock.now(),
+        )  # fmt: skip
+        return None if record is None else Job.from_record(record)
+
+    async def job_run_now(self, *, job_id: int) -> Job | None:
+        """The job made due now, if it was pending and due later."""
+        record = await self.db.fetchrow(self._q.job_run_now, job_id, self.clock.now())
+        return None if record is None else Job.from_record(record)
+
+    async def job_delete(self, *, job_id: int) -> bool:
+        """Whether the job was deleted (not running, of no workflow)."""
+        return await self.db.fetchval(self._q.job_delete, job_id) is not None
+
     async def retry_jobs(
         self,
         *,

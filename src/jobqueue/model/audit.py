@@ -16,6 +16,9 @@ class Action(enum.StrEnum):
     JOBS_RETRY = "jobs.retry"  # by filter
     JOB_CANCEL = "job.cancel"
     JOBS_CANCEL = "jobs.cancel"  # by filter
+    JOB_UPDATE = "job.update"  # the filter names the fields changed
+    JOB_RUN_NOW = "job.run_now"
+    JOB_DELETE = "job.delete"
     QUEUE_PAUSE = "queue.pause"
     QUEUE_RESUME = "queue.resume"
     QUEUE_LIMITS = "queue.limits"  # its shared limits set (the filter says which)

@@ -214,19 +214,23 @@ async def selected_run(request: Request) -> HTMLResponse:
     """Retry or cancel the jobs ticked in the list; each one as its own button would."""
     who, fields = await acting(request)
     action = first(fields, "action")
-    if action not in bulk.ACTIONS:
-        message = "action: must be retry or cancel"
+    if action not in (*bulk.ACTIONS, "delete"):
+        message = "action: must be retry, cancel or delete"
         return render(request, "error.html", who, 422, live=False, message=message)
     done, refused = 0, []
     for raw in fields.get("id", [])[:PAGE_SIZE]:
+        path = f"/jobs/{int(raw) if raw.isdigit() else 0}"
         try:
-            job = await act(request, f"/jobs/{int(raw) if raw.isdigit() else 0}/{action}")
-            if action == "cancel":
-                cancelled(job)
+            if action == "delete":
+                await act(request, path, method="DELETE")
+            else:
+                job = await act(request, f"{path}/{action}")
+                if action == "cancel":
+                    cancelled(job)
             done += 1
         except HTTPException as exc:  # skips that job only
             refused.append(f"job {raw}: {exc.detail}")
-    verb = "retried" if action == "retry" else "cancelled or asked to stop"
+    verb = {"retry": "retried", "cancel": "cancelled or asked to stop", "delete": "deleted"}[action]
     return render(
         request, "done.html", who, live=False, message=f"{done} jobs {verb}.",
         refused=refused, back=local(first(fields, "back"), ""),
@@ -258,6 +262,12 @@ async def job_page(request: Request, job_id: int) -> HTMLResponse:
         else trace_url.replace("{trace_id}", job.trace_id),
         may_retry=who.has(Scope.CONTROL) and job.status in RETRYABLE_STATES,
         may_cancel=who.has(Scope.CONTROL) and job.status not in FINAL_STATES,
+        may_run_now=who.has(Scope.CONTROL)
+        and job.status == JobStatus.PENDING
+        and job.run_at > datetime.now(UTC),
+        may_delete=who.has(Scope.CONTROL)
+        and job.status != JobStatus.RUNNING
+        and job.workflow_id is None,
         running=job.status == JobStatus.RUNNING,
     )
 
@@ -287,6 +297,20 @@ async def retry(request: Request, job_id: int) -> Response:
     await acting(request)
     await act(request, f"/jobs/{job_id}/retry")
     return within(request, f"/jobs/{job_id}", "/jobs")
+
+
+@router.post("/jobs/{job_id}/run-now")
+async def run_now(request: Request, job_id: int) -> Response:
+    await acting(request)
+    await act(request, f"/jobs/{job_id}/run-now")
+    return within(request, f"/jobs/{job_id}", "/jobs")
+
+
+@router.post("/jobs/{job_id}/delete")
+async def delete(request: Request, job_id: int) -> Response:
+    await acting(request)
+    await act(request, f"/jobs/{job_id}", method="DELETE")
+    return within(request, "/jobs", "/jobs")
 
 
 @router.post("/jobs/{job_id}/cancel")

@@ -1,33 +1,41 @@
 -- Snoozed attempts (raise Snooze(seconds), or a worker over HTTP's snooze): each job is
 -- due again after its delay, and the attempt is not counted for its retry policy
--- (attempts goes back by one; snoozes counts the snooze). A job snoozed $5 times
--- already fails instead, saying so; one asked to stop meanwhile ends cancelled. Each
--- snooze is a row of the job's attempt history. Fenced like complete.sql.
+-- (attempts goes back by one). Each snooze is a row of the job's attempt history,
+-- "snoozed for <seconds>s", and those rows are what count the snoozes: a job snoozed $5
+-- times already fails instead, saying so (no column of its own: the jobs' rows, which
+-- every claim and completion rewrites, stay as narrow as they were). A job asked to
+-- stop meanwhile ends cancelled. Fenced like complete.sql.
 -- $1: the job ids; $2: {"<id>": {"claim": token, "delay": seconds}, ...}; $3: the
 -- worker; $4 is "now": NULL for the database's clock, a time for a test's (db/store.py).
-WITH snoozed AS (
+WITH counted AS (
+    SELECT j.id, count(a.id) AS snoozes
+    FROM {schema}.jobs AS j
+    LEFT JOIN {schema}.job_attempts AS a ON a.job_id = j.id AND a.error LIKE 'snoozed for %'
+    WHERE j.id = ANY($1::bigint[])
+    GROUP BY j.id
+), snoozed AS (
     UPDATE {schema}.jobs AS j
     SET (status, run_at, attempts, last_error, finished_at) = (
             SELECT CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
-                        WHEN j.snoozes >= $5 THEN 'failed' ELSE 'pending' END,
-                   CASE WHEN j.cancel_requested_at IS NULL AND j.snoozes < $5
+                        WHEN c.snoozes >= $5 THEN 'failed' ELSE 'pending' END,
+                   CASE WHEN j.cancel_requested_at IS NULL AND c.snoozes < $5
                         THEN COALESCE($4::timestamptz, now()) + make_interval(secs => f.delay)
                         ELSE j.run_at END,
-                   CASE WHEN j.cancel_requested_at IS NULL AND j.snoozes < $5
+                   CASE WHEN j.cancel_requested_at IS NULL AND c.snoozes < $5
                         THEN j.attempts - 1 ELSE j.attempts END,
                    CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled while running'
-                        WHEN j.snoozes >= $5
-                        THEN format('snoozed %s times (JOBQUEUE_MAX_SNOOZES): it never became ready', j.snoozes)
+                        WHEN c.snoozes >= $5
+                        THEN format('snoozed %s times (JOBQUEUE_MAX_SNOOZES): it never became ready', c.snoozes)
                         ELSE j.last_error END,
-                   CASE WHEN j.cancel_requested_at IS NOT NULL OR j.snoozes >= $5
+                   CASE WHEN j.cancel_requested_at IS NOT NULL OR c.snoozes >= $5
                         THEN COALESCE($4::timestamptz, now()) END
             FROM jsonb_to_record($2::jsonb -> j.id::text) AS f(delay float8)
         ),
-        snoozes = j.snoozes + 1,
         worker_id = NULL,
         lease_expires_at = NULL,
         updated_at = COALESCE($4::timestamptz, now())
-    WHERE j.id = ANY($1::bigint[])
+    FROM counted AS c
+    WHERE j.id = c.id
       AND j.lease_expires_at IS NOT NULL
       AND j.worker_id = $3
       AND j.claim_token = ($2::jsonb -> j.id::text ->> 'claim')::bigint
