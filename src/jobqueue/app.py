@@ -38,7 +38,7 @@ from jobqueue.db.connections import (
     sync_executor_for,
 )
 from jobqueue.db.pool import raises_unavailable, unavailable_raised
-from jobqueue.db.records import JobRow
+from jobqueue.db.records import JobRow, UniqueKey
 from jobqueue.db.store import Store
 from jobqueue.enqueue.enqueuer import insert, opened
 from jobqueue.enqueue.rows import Rows
@@ -243,8 +243,7 @@ class JobQueue(Connected):
         settings'.
         """
         row = self._rows.row(type, payload, options, trace_context.recorded())
-        unique_key, unique_for = options.get("unique_key"), options.get("unique_for")
-        job, _ = await self._insert(row, unique_key, unique_for, conn)
+        job, _ = await self._insert(row, unique_of(options), conn)
         if self.after_enqueue is not None and conn is None:
             await self.after_enqueue()
             return await self.get(job.id) or job
@@ -263,24 +262,24 @@ class JobQueue(Connected):
         idempotency key names, see jobqueue.enqueue.idempotency). ``headers``: the request's W3C
         trace context, recorded when no span is active."""
         row = self._rows.row_of(spec, trace_context.recorded(headers))
-        return await self._insert(row, spec.unique_key, spec.unique_for, conn, idempotency_key)
+        unique = UniqueKey.of(spec.unique_key, spec.unique_for, spec.on_conflict)
+        return await self._insert(row, unique, conn, idempotency_key)
 
     async def _insert(
         self,
         row: JobRow,
-        unique_key: str | None,
-        unique_for: float | None,
+        unique: UniqueKey | None,
         conn: AppConnection | None,
         idem: IdempotencyKey | None = None,
     ) -> tuple[Job, bool]:
-        if conn is None and unique_key is None and idem is None:
+        if conn is None and unique is None and idem is None:
             # The hot path, inline: shared with the concurrent calls of this loop.
             resources = self._database.current()
             if resources is None:
                 resources = await opened(self._database.resources())
             job, created = await resources.enqueuer.insert(row), True
         else:
-            job, created = await self._database.insert(row, unique_key, unique_for, conn, idem)
+            job, created = await self._database.insert(row, unique, conn, idem)
         if created:
             observability.enqueued([row])
         return job, created
@@ -299,7 +298,7 @@ class JobQueue(Connected):
         ``options``: ``enqueue``'s but a unique key (BatchOptions), each job's;
         ``concurrency_key``: every job's key (default: each payload's own, as its task
         names it)."""
-        if "unique_key" in options or "unique_for" in options:
+        if "unique_key" in options or "unique_for" in options or "on_conflict" in options:
             raise TypeError("enqueue_many: a unique key names one job; enqueue each such job")
         resolved = self._rows.options(type, options)
         encoded, keys = self._rows.payloads(resolved.type, payloads)
@@ -577,8 +576,7 @@ class JobQueue(Connected):
             return self._sync.run(self.enqueue(type, payload, **options))
         row = self._rows.row(type, payload, options, trace_context.recorded())
         store = Store(sync_executor_for(conn), self.settings.schema, self.clock)
-        unique_key, unique_for = options.get("unique_key"), options.get("unique_for")
-        job, _ = run_blocking(insert(store, row, unique_key, unique_for))
+        job, _ = run_blocking(insert(store, row, unique_of(options)))
         return job
 
     def get_sync(self, job_id: int) -> Job | None:
@@ -591,3 +589,10 @@ class JobQueue(Connected):
     def close_sync(self) -> None:
         self._sync.close()
         self._database.stop_embedded()
+
+
+def unique_of(options: EnqueueOptions) -> UniqueKey | None:
+    """The unique key an enqueue's options name, if any."""
+    return UniqueKey.of(
+        options.get("unique_key"), options.get("unique_for"), options.get("on_conflict")
+    )

@@ -22,7 +22,7 @@ from jobqueue.db.embedded import EmbeddedPostgres
 from jobqueue.db.migrate import migrate
 from jobqueue.db.pool import connect_session, create_pool, raises_unavailable, resolve_dsn
 from jobqueue.db.query_base import Clock
-from jobqueue.db.records import JobRow
+from jobqueue.db.records import JobRow, UniqueKey
 from jobqueue.db.store import Store
 from jobqueue.enqueue.enqueuer import Enqueuer, insert, on_pool, opened
 from jobqueue.model.job import Job
@@ -109,17 +109,14 @@ class Database:
     async def insert(
         self,
         row: JobRow,
-        unique_key: str | None,
-        unique_for: float | None,
+        unique: UniqueKey | None,
         conn: AppConnection | None,
         idem: IdempotencyKey | None,
     ) -> tuple[Job, bool]:
         """The job stored (or the one its unique or idempotency key names) and whether
         it is new: one with a unique or idempotency key, or on the application's
         connection (a plain job on the pool, JobQueue hands to the Enqueuer itself)."""
-        return await self.write(
-            conn, lambda store: insert(store, row, unique_key, unique_for, idem)
-        )
+        return await self.write(conn, lambda store: insert(store, row, unique, idem))
 
     async def write(self, conn: AppConnection | None, write: Callable[[Store], Awaitable[T]]) -> T:
         """``write`` on the application's connection, inside its transaction (its

@@ -55,7 +55,7 @@ class Tokens:
 async def tokens(db: asyncpg.Connection, schema: str) -> Tokens:
     everything = [
         "jobs:enqueue", "jobs:read", "payloads:read", "jobs:control", "queues:control",
-        "metrics:read", "jobs:work",
+        "metrics:read", "jobs:work", "schedules:control",
     ]  # fmt: skip
     made = Tokens(
         admin=await make_token(db, schema, "admin", ["admin"]),
@@ -99,6 +99,11 @@ BODIES: dict[tuple[str, str], Any] = {
     ("post", "/jobs/{job_id}/release"): {"lease": "{id}.1.w1"},
     ("post", "/heartbeats"): {"leases": ["{id}.1.w1"]},
     ("post", "/outcomes"): {"outcomes": [{"lease": "{id}.1.w1"}]},
+    ("post", "/jobs/{job_id}/snooze"): {"lease": "{id}.1.w1", "seconds": 1},
+    ("patch", "/jobs/{id}"): {"priority": 1},
+    # A schedule of queue "default" (the type's, with no task for it here).
+    ("post", "/schedules"): {"name": "nightly", "type": "noop", "every": "1h"},
+    ("patch", "/schedules/{name}"): {"every": "2h"},
 }
 
 # What the token restricted to queue "other" gets on a job or queue of "default":
@@ -124,6 +129,19 @@ OTHER_QUEUE = {
     ("post", "/jobs/{job_id}/fail"): 409,
     ("post", "/jobs/{job_id}/logs"): 409,
     ("post", "/jobs/{job_id}/release"): 409,
+    ("post", "/jobs/{job_id}/snooze"): 409,
+    ("patch", "/jobs/{id}"): 404,
+    ("post", "/jobs/{id}/run-now"): 404,
+    ("delete", "/jobs/{id}"): 404,
+    # Schedules: none exists by the name used, and making one of queue "default" is
+    # out of its reach.
+    ("post", "/schedules"): 403,
+    ("get", "/schedules/{name}"): 404,
+    ("patch", "/schedules/{name}"): 404,
+    ("delete", "/schedules/{name}"): 404,
+    ("post", "/schedules/{name}/pause"): 404,
+    ("post", "/schedules/{name}/resume"): 404,
+    ("post", "/schedules/{name}/trigger"): 404,
 }
 
 

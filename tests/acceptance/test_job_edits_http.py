@@ -153,3 +153,39 @@ async def waiting_for_a_lock(dsn: str) -> bool:
         return waiting
     finally:
         await conn.close()
+
+
+async def test_fifty_concurrent_debounces_over_http_leave_one_job_with_the_last_payload(
+    base: str, db: asyncpg.Connection, schema: str
+) -> None:
+    async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+        for mode, extra in (("debounce", {"delay_seconds": 5}), ("replace", {})):
+            key = f"burst-{mode}"
+            answers = await asyncio.gather(
+                *(
+                    client.post(
+                        "/jobs",
+                        json={
+                            "type": "resize",
+                            "payload": {"n": n},
+                            "unique_key": key,
+                            "on_conflict": mode,
+                            **extra,
+                        },
+                    )
+                    for n in range(50)
+                )
+            )
+            assert sorted({a.status_code for a in answers}) == [200, 201]
+            assert [a.status_code for a in answers].count(201) == 1
+            rows = await db.fetch(
+                f'SELECT id, payload FROM "{schema}".jobs WHERE unique_key = $1', key
+            )
+            assert len(rows) == 1
+            last = max((a.json() for a in answers), key=lambda j: j["updated_at"])
+            assert json.loads(rows[0]["payload"]) == last["payload"]
+        refused = await client.post(
+            "/jobs", json={"type": "resize", "unique_key": "k", "on_conflict": "debounce"}
+        )
+        assert refused.status_code == 422
+        assert "debounce needs delay_seconds" in refused.text

@@ -1597,6 +1597,11 @@ export interface components {
              * @description Seconds the key stays taken after the job completed.
              */
             unique_for?: number | null;
+            /**
+             * On Conflict
+             * @description While a pending job holds the key: `return` it (default, 200); `replace` its payload, priority and run time (200, same id); `debounce` it: its payload, and a run time of now + `delay_seconds` (200). A running holder is never changed: `replace` and `debounce` store a new job behind it (201).
+             */
+            on_conflict?: ("return" | "replace" | "debounce") | null;
         };
         /**
          * NewJobs
@@ -1825,6 +1830,11 @@ export interface components {
              * @description Seconds the key stays taken after the job completed.
              */
             unique_for?: number | null;
+            /**
+             * On Conflict
+             * @description While a pending job holds the key: `return` it (default, 200); `replace` its payload, priority and run time (200, same id); `debounce` it: its payload, and a run time of now + `delay_seconds` (200). A running holder is never changed: `replace` and `debounce` store a new job behind it (201).
+             */
+            on_conflict?: ("return" | "replace" | "debounce") | null;
             /**
              * Ref
              * @description The job's name in this workflow, for depends_on.

@@ -52,6 +52,12 @@ def add_enqueue_command(commands: Commands) -> None:
     cmd.add_argument("--unique-key", help="store nothing while a job with this key is active")
     cmd.add_argument("--unique-for", type=float, help="seconds the key holds after completion")
     cmd.add_argument(
+        "--on-conflict",
+        choices=["return", "replace", "debounce"],
+        help="while a pending job holds the key: return it (default), replace its payload, "
+        "priority and run time, or debounce it (run after --delay of quiet)",
+    )
+    cmd.add_argument(
         "--concurrency-key",
         help="its key for the queue's key limits (default: its task's payload field)",
     )
@@ -145,6 +151,7 @@ def run_enqueue(args: argparse.Namespace) -> int:
         "delay_seconds": args.delay,
         "unique_key": args.unique_key,
         "unique_for": args.unique_for,
+        "on_conflict": args.on_conflict,
         "concurrency_key": args.concurrency_key,
     }
     try:

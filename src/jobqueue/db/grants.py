@@ -91,11 +91,13 @@ ENQUEUE_POLICY = (
     "USING (ctid = '(4294967295,0)'::tid);"
 )
 
-# Migration 0016's functions (0021's enqueue_unique), run as the owner: enqueueing under
-# a unique key.
+# Migration 0016's functions (0021's enqueue_unique, 0029's enqueue_unique_replacing), run
+# as the owner: enqueueing under a unique key.
 FUNCTIONS = (
     "enqueue_unique(text, text, jsonb, integer, integer, timestamptz, float8, text, float8, "
     "timestamptz, jsonb, text)",
+    "enqueue_unique_replacing(text, text, jsonb, integer, integer, timestamptz, float8, text, "
+    "float8, timestamptz, jsonb, text, boolean)",
     "unique_holder(text)",
 )
 # Run as the owner too, for one purpose: the leader empties the counters' idle

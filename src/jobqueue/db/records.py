@@ -35,6 +35,21 @@ class JobRow(JobOptions):
     concurrency_key: str | None = None
 
 
+class UniqueKey(NamedTuple):
+    """A job's unique key (docs/unique-jobs.md): held while it is pending or running,
+    and ``hold`` seconds after it completed; ``on_conflict`` says what an enqueue under
+    it does while another job holds it: ``return`` that job, ``replace`` or
+    ``debounce`` it."""
+
+    key: str
+    hold: float | None = None
+    on_conflict: str | None = None
+
+    @classmethod
+    def of(cls, key: str | None, hold: float | None, on_conflict: str | None) -> UniqueKey | None:
+        return None if key is None else cls(key, hold, on_conflict)
+
+
 class ClaimKey(NamedTuple):
     """A job's place in the claim order: best priority (lowest) first, then earliest due."""
 

@@ -76,6 +76,7 @@ class Queries:
     enqueue_payloads: str
     enqueue_rows: str
     enqueue_unique: str
+    enqueue_unique_replacing: str
     fail: str
     get_job: str
     heartbeat: str

@@ -164,6 +164,17 @@ class Store(
         )  # fmt: skip
         return None if record is None else Job.from_record(record)
 
+    async def enqueue_unique_replacing(
+        self, *, row: JobRow, unique_key: str, hold_seconds: float | None, debounce: bool
+    ) -> tuple[Job, bool]:
+        """The job stored under ``unique_key``, or its pending holder changed to this
+        job (replaced, or debounced); and whether it is new."""
+        record = await self.db.fetchrow(
+            self._q.enqueue_unique_replacing, *_values(row), unique_key, hold_seconds,
+            self.clock.now(), row.trace, row.concurrency_key, debounce,
+        )  # fmt: skip
+        return Job.from_record(record), bool(record["created"])
+
     async def unique_holder(self, *, unique_key: str) -> Job | None:
         record = await self.db.fetchrow(self._q.unique_holder, unique_key)
         return None if record is None else Job.from_record(record)

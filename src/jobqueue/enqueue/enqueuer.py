@@ -30,7 +30,7 @@ from typing import TypeVar
 import asyncpg
 
 from jobqueue.db.pool import KeptConnection, error_text, is_unavailable, never_sent
-from jobqueue.db.records import JobRow
+from jobqueue.db.records import JobRow, UniqueKey
 from jobqueue.db.store import Store
 from jobqueue.enqueue.idempotency import IdempotencyKey, remembered_insert
 from jobqueue.model.errors import EnqueueError, EnqueueFailed, EnqueueOutcomeUnknown
@@ -134,20 +134,22 @@ def sent_failure(exc: BaseException) -> EnqueueError:
 async def insert(
     store: Store,
     row: JobRow,
-    unique_key: str | None,
-    unique_for: float | None,
+    unique: UniqueKey | None,
     idem: IdempotencyKey | None = None,
 ) -> tuple[Job, bool]:
     """Store one job on ``store``'s connection (the application's, in its transaction,
     or a pooled one); return it and whether it is new (False: its unique key's holder,
-    or the job its idempotency key ``idem`` names)."""
+    as it was or replaced, or the job its idempotency key ``idem`` names)."""
     if idem is not None:
-        return await remembered_insert(
-            store, idem, lambda store: insert(store, row, unique_key, unique_for)
-        )
-    if unique_key is None:
+        return await remembered_insert(store, idem, lambda store: insert(store, row, unique))
+    if unique is None:
         return await store.enqueue(row=row), True
-    return await insert_unique(store, row, unique_key, unique_for)
+    if unique.on_conflict in ("replace", "debounce"):
+        return await store.enqueue_unique_replacing(
+            row=row, unique_key=unique.key, hold_seconds=unique.hold,
+            debounce=unique.on_conflict == "debounce",
+        )  # fmt: skip
+    return await insert_unique(store, row, unique.key, unique.hold)
 
 
 async def insert_unique(

@@ -6,7 +6,7 @@ OpenAPI schema. It is not imported by the worker path (see jobqueue.model.fields
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -101,6 +101,13 @@ class NewJob(BaseModel):
     unique_for: Seconds | None = Field(
         default=None, description="Seconds the key stays taken after the job completed."
     )
+    on_conflict: Literal["return", "replace", "debounce"] | None = Field(
+        default=None,
+        description="While a pending job holds the key: `return` it (default, 200); "
+        "`replace` its payload, priority and run time (200, same id); `debounce` it: its "
+        "payload, and a run time of now + `delay_seconds` (200). A running holder is "
+        "never changed: `replace` and `debounce` store a new job behind it (201).",
+    )
 
     @model_validator(mode="after")
     def consistent(self) -> NewJob:
@@ -108,4 +115,8 @@ class NewJob(BaseModel):
             raise ValueError("give run_at or delay_seconds, not both")
         if self.unique_for is not None and self.unique_key is None:
             raise ValueError("unique_for needs a unique_key")
+        if self.on_conflict not in (None, "return") and self.unique_key is None:
+            raise ValueError("on_conflict needs a unique_key")
+        if self.on_conflict == "debounce" and self.delay_seconds is None:
+            raise ValueError("on_conflict debounce needs delay_seconds (the quiet time)")
         return self

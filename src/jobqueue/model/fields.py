@@ -88,6 +88,11 @@ def check_queue_name(queue: str) -> str:
     return queue
 
 
+# What an enqueue under a held unique key does (docs/unique-jobs.md): answer with the
+# holder; replace a pending holder's payload, priority and run time; or debounce it.
+ON_CONFLICT = ("return", "replace", "debounce")
+
+
 def check_options(
     *,
     payload: Any = None,
@@ -98,6 +103,7 @@ def check_options(
     delay_seconds: Any = None,
     unique_key: Any = None,
     unique_for: Any = None,
+    on_conflict: Any = None,
     concurrency_key: Any = None,
 ) -> None:
     """Raise ValueError, naming the field, for the first option that breaks a rule."""
@@ -128,6 +134,13 @@ def check_options(
                          f"{MAX_DELAY_SECONDS}, got {unique_for!r}")  # fmt: skip
     if unique_for is not None and unique_key is None:
         raise ValueError("unique_for: needs a unique_key")
+    if on_conflict is not None and on_conflict not in ON_CONFLICT:
+        raise ValueError(f"on_conflict: must be one of {', '.join(ON_CONFLICT)}, "
+                         f"got {on_conflict!r}")  # fmt: skip
+    if on_conflict not in (None, "return") and unique_key is None:
+        raise ValueError("on_conflict: needs a unique_key")
+    if on_conflict == "debounce" and delay_seconds is None:
+        raise ValueError("on_conflict: debounce needs delay_seconds (the quiet time)")
     if concurrency_key is not None:
         check_concurrency_key(concurrency_key)
 

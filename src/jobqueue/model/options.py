@@ -30,6 +30,9 @@ class EnqueueOptions(BatchOptions, total=False):
 
     unique_key: str | None
     unique_for: float | None
+    # When the key is held by a pending job: "return" it (default), "replace" its
+    # payload, priority and run time, or "debounce" it (docs/unique-jobs.md).
+    on_conflict: str | None
 
 
 JOB_OPTIONS: tuple[str, ...] = tuple(EnqueueOptions.__annotations__)
