@@ -40,7 +40,7 @@ from jobqueue.db.connections import (
 from jobqueue.db.pool import raises_unavailable, unavailable_raised
 from jobqueue.db.records import JobRow, UniqueKey
 from jobqueue.db.store import Store
-from jobqueue.enqueue.enqueuer import insert, opened
+from jobqueue.enqueue.enqueuer import insert, insert_batch, opened
 from jobqueue.enqueue.rows import Rows
 from jobqueue.http_workers.service import HttpWorkers
 from jobqueue.inspection import Inspector
@@ -243,7 +243,7 @@ class JobQueue(Connected):
         settings'.
         """
         row = self._rows.row(type, payload, options, trace_context.recorded())
-        job, _ = await self._insert(row, unique_of(options), conn)
+        job, _ = await self._insert(row, UniqueKey.of_options(options), conn)
         if self.after_enqueue is not None and conn is None:
             await self.after_enqueue()
             return await self.get(job.id) or job
@@ -329,19 +329,23 @@ class JobQueue(Connected):
         conn: asyncpg.Connection | None = None,
         headers: Mapping[str, str | None] | None = None,
     ) -> list[int]:
-        """Store jobs of any types and options, all or none, in one statement. Unique
-        keys are for ``enqueue`` (POST /jobs): a batch cannot say which of its jobs a
-        taken key should drop. An outage raises as ``enqueue_many`` does."""
-        for i, spec in enumerate(specs):
-            if spec.unique_key is not None:
-                raise ValueError(f"jobs[{i}].unique_key: not supported in a batch")
+        """Store jobs of any types and options, all or none, in one statement; return
+        their ids in order. A job with a unique key is stored as ``enqueue`` stores it,
+        in the batch's transaction: where its key is taken, its id is the holder's (as
+        it was, or changed by its ``on_conflict``). An outage raises as ``enqueue_many``
+        does."""
         trace = trace_context.recorded(headers, bulk=True)
         rows = [self._rows.row_of(spec, trace) for spec in specs]
         if not rows:
             return []
-        jobs = await self._database.write(conn, lambda store: store.enqueue_rows(rows=rows))
+        uniques = [UniqueKey.of(s.unique_key, s.unique_for, s.on_conflict) for s in specs]
+        if any(uniques):
+            ids = await self._database.write(conn, lambda store: insert_batch(store, rows, uniques))
+        else:
+            jobs = await self._database.write(conn, lambda store: store.enqueue_rows(rows=rows))
+            ids = [job.id for job in jobs]
         observability.enqueued(rows)
-        return [job.id for job in jobs]
+        return ids
 
     # -- reading jobs --------------------------------------------------------------
 
@@ -442,10 +446,8 @@ class JobQueue(Connected):
 
     @raises_unavailable
     async def update_job(self, job_id: int, *, by: Actor | None = None, **changes: Any) -> Job:
-        """Change a job that has not started (pending: due, scheduled or retrying):
-        ``run_at`` or ``delay_seconds``, ``priority``, ``queue``, ``max_attempts``,
-        ``payload`` (checked against its task's type, as at enqueue). Raises
-        JobNotFound, or JobStateError once it runs or ended (docs/job-edits.md)."""
+        """Change a pending job's ``run_at`` or ``delay_seconds``, ``priority``, ``queue``,
+        ``max_attempts`` or ``payload`` (docs/job-edits.md); JobStateError once it runs."""
         return await job_edits.update(await self.store(), self._rows, job_id, changes, by=by)
 
     @raises_unavailable
@@ -455,8 +457,7 @@ class JobQueue(Connected):
 
     @raises_unavailable
     async def delete_job(self, job_id: int, *, by: Actor | None = None) -> None:
-        """Delete a job that is not running, with its history. Raises JobStateError for
-        a running one (cancel it first), WorkflowJobError for a workflow's."""
+        """Delete a job that is not running, nor of a workflow, with its history."""
         await job_edits.delete(await self.store(), job_id, by=by)
 
     @raises_unavailable
@@ -576,7 +577,7 @@ class JobQueue(Connected):
             return self._sync.run(self.enqueue(type, payload, **options))
         row = self._rows.row(type, payload, options, trace_context.recorded())
         store = Store(sync_executor_for(conn), self.settings.schema, self.clock)
-        job, _ = run_blocking(insert(store, row, unique_of(options)))
+        job, _ = run_blocking(insert(store, row, UniqueKey.of_options(options)))
         return job
 
     def get_sync(self, job_id: int) -> Job | None:
@@ -589,10 +590,3 @@ class JobQueue(Connected):
     def close_sync(self) -> None:
         self._sync.close()
         self._database.stop_embedded()
-
-
-def unique_of(options: EnqueueOptions) -> UniqueKey | None:
-    """The unique key an enqueue's options name, if any."""
-    return UniqueKey.of(
-        options.get("unique_key"), options.get("unique_for"), options.get("on_conflict")
-    )

@@ -74,8 +74,32 @@ async def test_bad_unique_options_are_refused_naming_the_field(
     lonely = await api_client.post("/jobs", json={"type": "x", "unique_for": 5})
     assert lonely.status_code == 422
     assert "unique_for needs a unique_key" in lonely.json()["detail"][0]["msg"]
-    batch = await api_client.post("/jobs/batch", json={"jobs": [{"type": "x", "unique_key": "a"}]})
-    assert (batch.status_code, batch.json()["detail"][0]["field"]) == (422, "jobs.0.unique_key")
+    batch = await api_client.post(
+        "/jobs/batch", json={"jobs": [{"type": "x", "on_conflict": "replace"}]}
+    )
+    assert (batch.status_code, batch.json()["detail"][0]["field"]) == (422, "jobs.0")
     with pytest.raises(ValueError, match=r"^unique_for: needs a unique_key"):
         await jq.enqueue("x", unique_for=5)
     assert await count(db, schema) == 0
+
+
+async def test_a_batch_takes_unique_keys_each_job_as_one_enqueue_would(
+    api_client: httpx.AsyncClient, jq: JobQueue, db: asyncpg.Connection, schema: str
+) -> None:
+    holder = await jq.enqueue("x", {"v": 0}, unique_key="held")
+    jobs = [
+        {"type": "x", "payload": {"v": 1}, "unique_key": "new"},
+        {"type": "x", "payload": {"v": 2}},
+        {"type": "x", "payload": {"v": 3}, "unique_key": "new"},  # meets the first
+        {"type": "x", "payload": {"v": 4}, "unique_key": "held", "on_conflict": "replace"},
+    ]
+    batch = await api_client.post("/jobs/batch", json={"jobs": jobs})
+    assert batch.status_code == 201, batch.text
+    ids = batch.json()["ids"]
+    assert ids[0] == ids[2]
+    assert ids[3] == holder.id
+    assert len(set(ids)) == 3
+    replaced = await jq.get(holder.id)
+    assert replaced is not None
+    assert replaced.payload == {"v": 4}
+    assert await count(db, schema) == 3

@@ -141,14 +141,8 @@ def check(
 ) -> list[dict[str, object]]:
     """What the model cannot check alone: the payload's size, its task's payload type or
     its declared type's schema, that the type has a handler (a task here, a declaration
-    or a live worker's, ``types``), and in a batch, that no job has a unique key."""
+    or a live worker's, ``types``)."""
     problems = []
-    if "jobs" in loc and new.unique_key is not None:
-        problems.append(
-            field_error(
-                [*loc, "unique_key"], "not supported in a batch; use POST /jobs", "not_supported"
-            )
-        )
     size = len(_JSON.encode(new.payload).encode())
     if size > jq.settings.max_payload_bytes:
         problems.append(

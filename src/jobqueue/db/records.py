@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from jobqueue.model.job import Job
+    from jobqueue.model.options import EnqueueOptions
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,13 @@ class UniqueKey(NamedTuple):
     @classmethod
     def of(cls, key: str | None, hold: float | None, on_conflict: str | None) -> UniqueKey | None:
         return None if key is None else cls(key, hold, on_conflict)
+
+    @classmethod
+    def of_options(cls, options: EnqueueOptions) -> UniqueKey | None:
+        """The unique key an enqueue's options name, if any."""
+        return cls.of(
+            options.get("unique_key"), options.get("unique_for"), options.get("on_conflict")
+        )
 
 
 class ClaimKey(NamedTuple):

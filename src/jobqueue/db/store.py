@@ -95,6 +95,19 @@ class Store(
         transaction: Transaction = self.db.transaction()
         return transaction
 
+    @contextlib.asynccontextmanager
+    async def atomic(self) -> AsyncIterator[Store]:
+        """This store inside a transaction of its own on its one connection (a savepoint
+        within the caller's); on an application's connection of another driver, the
+        transaction that connection is in."""
+        try:
+            transaction = self.begin()
+        except TypeError:
+            yield self
+            return
+        async with transaction:
+            yield self
+
     @property
     def pool(self) -> asyncpg.Pool:
         """The pool this store runs on (TypeError if it runs on one connection)."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 import asyncpg
@@ -150,6 +150,27 @@ async def insert(
             debounce=unique.on_conflict == "debounce",
         )  # fmt: skip
     return await insert_unique(store, row, unique.key, unique.hold)
+
+
+async def insert_batch(
+    store: Store, rows: Sequence[JobRow], uniques: Sequence[UniqueKey | None]
+) -> list[int]:
+    """A batch of which some jobs have unique keys, all or none, in one transaction:
+    the others in one statement, each keyed one as ``insert`` stores it (the holder's
+    id where its key is taken, as it is or changed by its ``on_conflict``); the ids in
+    the batch's order. Two jobs of the batch with one key meet as two enqueues would,
+    the later one seeing the earlier."""
+    ids: list[int | None] = [None] * len(rows)
+    async with store.atomic() as tx:
+        plain = [i for i, u in enumerate(uniques) if u is None]
+        if plain:
+            for i, job in zip(plain, await tx.enqueue_rows(rows=[rows[i] for i in plain]),
+                              strict=True):  # fmt: skip
+                ids[i] = job.id
+        for i, unique in enumerate(uniques):
+            if unique is not None:
+                ids[i] = (await insert(tx, rows[i], unique))[0].id
+    return [i for i in ids if i is not None]
 
 
 async def insert_unique(

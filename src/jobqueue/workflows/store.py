@@ -9,8 +9,7 @@ refusal stores nothing; other drivers rely on the transaction they are in.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 
 from jobqueue import audit
 from jobqueue.audit import Action, Actor
@@ -33,7 +32,7 @@ log = get_logger("jobqueue.workflows")
 
 async def create(store: Store, name: str | None, jobs: Sequence[Planned]) -> CreatedWorkflow:
     """Store the workflow ``jobs`` make up (checked already: plan.check)."""
-    async with _atomic(store) as store:
+    async with store.atomic() as store:
         workflow_id = await store.workflow_create(name=name)
         ids: dict[str, int] = {}
         plain = [p for p in jobs if p.unique_key is None]
@@ -70,18 +69,6 @@ async def _store_unique(store: Store, workflow_id: int, i: int, p: Planned, key:
         raise WorkflowError(f"jobs[{i}].unique_key", f"key {key!r} is held{held}")
     await store.workflow_adopt(job_id=job.id, workflow_id=workflow_id, node=p.node)
     return job.id
-
-
-@contextlib.asynccontextmanager
-async def _atomic(store: Store) -> AsyncIterator[Store]:
-    """``store`` inside a transaction of its own (a savepoint within the caller's)."""
-    try:
-        transaction = store.begin()
-    except TypeError:  # an application's connection of another driver: its transaction
-        yield store
-        return
-    async with transaction:
-        yield store
 
 
 async def get(store: Store, workflow_id: int) -> Workflow | None:
