@@ -241,7 +241,7 @@ async def test_refused_requests_are_rows_at_most_one_per_token_and_route_a_windo
 @pytest.mark.parametrize(
     ("params", "field"),
     [({"limit": 0}, "limit"), ({"limit": 501}, "limit"), ({"after": 0}, "after"),
-     ({"action": "job.delete"}, "action")],
+     ({"action": "job.explode"}, "action")],
 )  # fmt: skip
 async def test_get_audit_refuses_bad_parameters_naming_them(
     api_client: httpx.AsyncClient, params: dict[str, object], field: str
@@ -301,7 +301,7 @@ async def test_cli_actions_are_recorded_as_the_os_user(
 @pytest.mark.parametrize(
     ("args", "message"),
     [(["--limit", "0"], "--limit must be from 1 to 500, got 0"),
-     (["--action", "job.delete"], "--action must be one of job.retry, jobs.retry,")],
+     (["--action", "job.explode"], "--action must be one of job.retry, jobs.retry,")],
 )  # fmt: skip
 def test_cli_audit_bad_input_is_one_line_and_exit_2(
     env: dict[str, str], args: list[str], message: str

@@ -3,7 +3,7 @@
  * in Node.js over the HTTP worker protocol (Worker).
  */
 export { Client, type ClientOptions, type EnqueueOptions, type WaitOptions } from "./client.js";
-export { JobCancelledError, JobFailure, WorkerShutdownError } from "./outcomes.js";
+export { JobCancelledError, JobFailure, JobSnooze, WorkerShutdownError } from "./outcomes.js";
 export { Worker } from "./worker.js";
 export type {
   Handler,

@@ -39,6 +39,25 @@ export class JobFailure extends Error {
   }
 }
 
+/** Thrown by a handler that cannot run yet (a partner's API is down, a file is not
+ * there yet): the job runs again after `seconds`, its attempt not counted. A job
+ * snoozed JOBQUEUE_MAX_SNOOZES times fails instead. */
+export class JobSnooze extends Error {
+  override name = "JobSnooze";
+  readonly seconds: number;
+  constructor(seconds: number) {
+    if (!Number.isFinite(seconds) || seconds < 0) {
+      throw new RangeError(`JobSnooze: seconds must be a finite number from 0, got ${seconds}`);
+    }
+    super(`snoozed for ${seconds}s`);
+    this.seconds = seconds;
+  }
+}
+
+export function snooze(lease: string, seconds: number): OutcomeIn {
+  return { lease, snooze_seconds: seconds };
+}
+
 export function completion(lease: string, result: unknown): OutcomeIn {
   let json: string | undefined;
   try {

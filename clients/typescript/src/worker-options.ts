@@ -66,6 +66,8 @@ export interface WorkerStats {
   claimed: number;
   completed: number;
   failed: number;
+  /** Jobs whose handler threw a JobSnooze: due again later, the attempt not counted. */
+  snoozed: number;
   /** Jobs whose lease was lost before their outcome was applied (another worker has
    * them, or they ended). */
   lost: number;

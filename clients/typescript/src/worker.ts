@@ -16,7 +16,9 @@ import {
   completion,
   failure,
   JobCancelledError,
+  JobSnooze,
   message,
+  snooze,
   storable,
   WorkerShutdownError,
 } from "./outcomes.js";
@@ -58,6 +60,7 @@ export class Worker {
     claimed: 0,
     completed: 0,
     failed: 0,
+    snoozed: 0,
     lost: 0,
     released: 0,
     abandoned: 0,
@@ -326,7 +329,8 @@ export class Worker {
       const result: unknown = await handler(job.payload, ctx);
       outcome = completion(job.lease, result);
     } catch (error) {
-      outcome = failure(job.lease, error);
+      outcome =
+        error instanceof JobSnooze ? snooze(job.lease, error.seconds) : failure(job.lease, error);
     }
     clearTimeout(entry.progressTimer);
     if (entry.abandoned) return; // past the shutdown grace: handed back, not reported
@@ -587,7 +591,9 @@ export class Worker {
       this.#settled(sent.entry);
       if (!applied.ok) this.stats.lost++;
       else if (applied.status === "completed") this.stats.completed++;
-      else this.stats.failed++;
+      else if (sent.outcome.snooze_seconds != null && applied.status === "pending") {
+        this.stats.snoozed++;
+      } else this.stats.failed++;
     });
   }
 

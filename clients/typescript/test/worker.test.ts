@@ -1,6 +1,6 @@
 /**
  * Worker against a real jobqueue API: a handler's result completes its job, a thrown
- * error fails it (retried, or failed for good), progress shows with the job, a cancel
+ * error fails it (retried, or failed for good), a JobSnooze runs it again later, progress shows with the job, a cancel
  * reaches the handler's signal, outcomes go in batches (most with the next claim), a
  * refused claim ends run(), and stop() drains: running handlers finish, those past the
  * grace period are aborted and their jobs handed back.
@@ -13,6 +13,7 @@ import {
   ForbiddenError,
   JobCancelledError,
   JobFailure,
+  JobSnooze,
   Worker,
   WorkerShutdownError,
   type JobContext,
@@ -103,6 +104,25 @@ describe("Worker", () => {
     assert.equal(done.status, "failed");
     assert.equal(done.attempts, 1);
     assert.equal(done.last_error, "JobFailure: bad input");
+  });
+
+  test("a JobSnooze runs the job again later, its attempt not counted", async (t) => {
+    const queue = queueName("snooze");
+    let runs = 0;
+    const { worker } = await running(t, { queues: [queue] }, (w) =>
+      w.register("resize", () => {
+        runs++;
+        if (runs === 1) throw new JobSnooze(0.2);
+        return { runs };
+      }),
+    );
+    const job = await client.enqueue("resize", {}, { queue, maxAttempts: 1 });
+    const done = await client.wait(job.id, { timeoutSeconds: 30 });
+    assert.equal(done.status, "completed");
+    assert.equal(done.attempts, 1); // one attempt allowed, and it was not spent
+    assert.deepEqual(done.result, { runs: 2 });
+    assert.equal(worker.stats.snoozed, 1);
+    assert.throws(() => new JobSnooze(-1), RangeError);
   });
 
   test("progress shows with the job while it runs", async (t) => {
