@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from jobqueue.api.errors import field_error
 from jobqueue.api.responses import BODY, INVALID, UNAVAILABLE, Responses, declare
 from jobqueue.api.schemas import Problem
+from jobqueue.api.state import jobqueue
 from jobqueue.app import JobQueue
 from jobqueue.audit import Actor
 from jobqueue.auth import access
@@ -132,11 +133,6 @@ class ScheduleList(BaseModel):
     """Pass as `after` for the next page; null on the last."""
 
 
-def schedules(request: Request) -> JobQueue:
-    jq: JobQueue = request.app.state.jobqueue
-    return jq
-
-
 @router.post(
     "/schedules",
     status_code=201,
@@ -157,8 +153,8 @@ async def create_schedule(
 ) -> ScheduleInfo:
     """Enqueues a job of `type` at every tick of `cron` (in `timezone`) or of `every`,
     exactly once across every process, from the next tick after now."""
-    _one_timing(new.cron, new.every, given={"cron", "every"} & new.model_fields_set)
-    jq = schedules(request)
+    _one_timing(new.cron, new.every)
+    jq = jobqueue(request)
     _may_use(who, jq, new.type, new.queue)
     with _field_errors():
         return await jq.schedules.create(
@@ -182,7 +178,7 @@ async def list_schedules(
 ) -> ScheduleList:
     """Every schedule, by name, with its next five run times and its last job, those
     declared in code (`"source": "code"`) included."""
-    jq = schedules(request)
+    jq = jobqueue(request)
     page = await jq.schedules.list(after=after, limit=limit)
     next_after = page[-1].name if len(page) == limit else None
     return ScheduleList(schedules=[s for s in page if _reaches(who, jq, s)], next_after=next_after)
@@ -232,10 +228,10 @@ async def update_schedule(
                 422, detail=[field_error(["body", field], "may not be null", "null")]
             )
     if given.get("cron") is not None and given.get("every") is not None:
-        _one_timing(given["cron"], given["every"], given={"cron", "every"})
+        _one_timing(given["cron"], given["every"])
     if "missed" in given:
         given["missed"] = given["missed"].value
-    jq = schedules(request)
+    jq = jobqueue(request)
     current = await _reachable(request, who, name)
     _may_use(who, jq, given.get("type", current.type), given.get("queue", current.queue))
     with _field_errors():
@@ -258,7 +254,7 @@ async def delete_schedule(
 ) -> Response:
     """The jobs it enqueued stay."""
     await _reachable(request, who, name)
-    await schedules(request).schedules.delete(name, by=Actor.of(who))
+    await jobqueue(request).schedules.delete(name, by=Actor.of(who))
     return Response(status_code=204)
 
 
@@ -274,7 +270,7 @@ async def pause_schedule(
     """No tick is enqueued until it is resumed; the ticks in between are skipped.
     Schedules declared in code can be paused too."""
     await _reachable(request, who, name)
-    return await schedules(request).schedules.pause(name, by=Actor.of(who))
+    return await jobqueue(request).schedules.pause(name, by=Actor.of(who))
 
 
 @router.post(
@@ -288,7 +284,7 @@ async def resume_schedule(
 ) -> ScheduleInfo:
     """It ticks again from its next tick after now."""
     await _reachable(request, who, name)
-    return await schedules(request).schedules.resume(name, by=Actor.of(who))
+    return await jobqueue(request).schedules.resume(name, by=Actor.of(who))
 
 
 @router.post(
@@ -303,14 +299,14 @@ async def trigger_schedule(
 ) -> Job:
     """One job, as a tick would make it, due now; paused or not. The next tick is kept."""
     await _reachable(request, who, name)
-    job = await schedules(request).schedules.trigger(name, by=Actor.of(who))
+    job = await jobqueue(request).schedules.trigger(name, by=Actor.of(who))
     return access.shown(job, who)
 
 
 # -- helpers ---------------------------------------------------------------------------
 
 
-def _one_timing(cron: str | None, every: str | None, *, given: set[str]) -> None:
+def _one_timing(cron: str | None, every: str | None) -> None:
     if (cron is None) == (every is None):
         what = "not both" if cron is not None else "one of them"
         raise HTTPException(
@@ -321,7 +317,7 @@ def _one_timing(cron: str | None, every: str | None, *, given: set[str]) -> None
 
 async def _reachable(request: Request, who: Principal, name: str) -> ScheduleInfo:
     """The schedule, or a 404 if it is missing or out of the token's reach."""
-    jq = schedules(request)
+    jq = jobqueue(request)
     found = await jq.schedules.get(name)
     if not _reaches(who, jq, found):
         raise ScheduleNotFound(name)

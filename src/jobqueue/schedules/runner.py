@@ -54,11 +54,18 @@ class ScheduleRunner:
         self.synced = False  # the code's schedules written since this process took the lead
 
     async def tick(self, *, leading: bool) -> float:
-        """A round, if this process leads; how long to sleep before the next."""
+        """A round, if this process leads and a tick is due; how long to sleep before
+        the next. While none is due, that is one indexed query (schedules_next_in.sql),
+        not a round's transaction as well."""
         if not leading:
             return POLL_SECONDS
-        await self.run_once()
-        return await self.sleep_for()
+        if not self.synced:
+            await self.sync()
+        next_in = await self._store.schedules_next_in()
+        if next_in is not None and next_in <= 0:
+            await self.run_once()
+            next_in = await self._store.schedules_next_in()
+        return POLL_SECONDS if next_in is None else max(0.0, min(next_in, POLL_SECONDS))
 
     async def run_once(self) -> int:
         """Enqueue every due tick; return how many jobs were created."""
@@ -70,12 +77,6 @@ class ScheduleRunner:
             created += jobs
             if not full:
                 return created
-
-    async def sleep_for(self) -> float:
-        """How long to sleep before the next round: until the earliest tick, at most
-        POLL_SECONDS."""
-        next_in = await self._store.schedules_next_in()
-        return POLL_SECONDS if next_in is None else max(0.0, min(next_in, POLL_SECONDS))
 
     async def sync(self) -> None:
         """Write the code's schedules; delete those the code no longer declares."""
