@@ -48,6 +48,7 @@ from jobqueue.job_types import DeclaredTypes
 from jobqueue.model import fields
 from jobqueue.model.job import RETRYABLE_STATES, Attempt, Job, JobStatus, QueueInfo, WorkerInfo
 from jobqueue.model.options import BatchOptions, EnqueueOptions
+from jobqueue.model.search import JobFilter
 from jobqueue.observability import trace_context
 from jobqueue.retry import RetryPolicy
 from jobqueue.schedules.control import Schedules
@@ -315,6 +316,8 @@ class JobQueue(Connected):
                 payloads=encoded,
                 trace=trace,
                 keys=keys if any(k is not None for k in keys) else None,
+                tags=fields.check_tags(options.get("tags")),
+                meta=fields.meta_json(options.get("meta")),
             ),
         )
         observability.enqueued([resolved], len(ids))
@@ -376,18 +379,22 @@ class JobQueue(Connected):
         status: JobStatus | str | None = None,
         type: str | Sequence[str] | None = None,
         queue: str | Sequence[str] | None = None,
+        tag: str | Sequence[str] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        payload: Mapping[str, Any] | None = None,
         after: int | None = None,
         limit: int = 50,
     ) -> list[Job]:
         """Jobs newest first; pass the last id of a page as ``after`` for the next page.
-        ``type`` and ``queue``: one name, or any of several."""
-        return await (await self.store()).list_jobs(
-            status=JobStatus(status) if status is not None else None,
-            types=[type] if isinstance(type, str) else type,
-            queues=[queue] if isinstance(queue, str) else queue,
-            before_id=after,
-            limit=limit,
-        )
+        ``type``, ``queue``: any of these; ``tag``: all of these; ``meta``, ``payload``: an
+        object it contains, the payload within the newest 10,000 (docs/search.md)."""
+        where = JobFilter(
+            JobStatus(status) if status is not None else None,
+            [type] if isinstance(type, str) else type,
+            [queue] if isinstance(queue, str) else queue,
+            [tag] if isinstance(tag, str) else tag, meta, payload,
+        )  # fmt: skip
+        return (await self.inspect.jobs(where, after=after, limit=limit)).jobs
 
     @raises_unavailable
     async def attempts(self, job_id: int) -> builtins.list[Attempt]:
@@ -446,8 +453,8 @@ class JobQueue(Connected):
 
     @raises_unavailable
     async def update_job(self, job_id: int, *, by: Actor | None = None, **changes: Any) -> Job:
-        """Change a pending job's ``run_at`` or ``delay_seconds``, ``priority``, ``queue``,
-        ``max_attempts`` or ``payload`` (docs/job-edits.md); JobStateError once it runs."""
+        """Change a pending job's fields as PATCH /jobs/{id} does (docs/job-edits.md);
+        JobStateError once it runs."""
         return await job_edits.update(await self.store(), self._rows, job_id, changes, by=by)
 
     @raises_unavailable

@@ -17,8 +17,10 @@ from jobqueue.db.listener import Listener
 from jobqueue.db.records import MinuteRow
 from jobqueue.db.store import Store
 from jobqueue.maintenance.leader import ROLE as LEADER_ROLE
+from jobqueue.model import search
 from jobqueue.model.audit import AuditEntry
-from jobqueue.model.job import Job, JobStatus
+from jobqueue.model.job import Job
+from jobqueue.model.search import JobFilter, JobPage
 from jobqueue.task import Task
 
 
@@ -46,30 +48,21 @@ class Inspector:
 
     # -- jobs ------------------------------------------------------------------------
 
-    async def jobs_page(
-        self,
-        *,
-        status: JobStatus | None,
-        types: Sequence[str] | None,
-        queues: Sequence[str] | None,
-        created_since: datetime | None,
-        created_before: datetime | None,
-        before_id: int | None,
-        limit: int,
-        due: str | None = None,
-    ) -> list[Job]:
-        """A page of jobs, newest first, by state (or ``due``: due, scheduled or
-        retrying), type, queue and creation time; ``before_id`` pages on."""
-        return await (await self._store()).jobs_page(
-            status=status,
-            types=types,
-            queues=queues,
-            created_since=created_since,
-            created_before=created_before,
-            before_id=before_id,
-            limit=limit,
-            due=due,
-        )
+    async def jobs(self, where: JobFilter, *, after: int | None = None, limit: int = 50) -> JobPage:
+        """A page of the jobs ``where`` finds, newest first; ``after`` (a page's
+        ``next_after``) pages on. Tag and metadata filters are read from their
+        indexes; a payload filter reads at most PAYLOAD_SCAN_ROWS jobs (docs/search.md)."""
+        scan = search.PAYLOAD_SCAN_ROWS if where.payload is not None else None
+        async with (await self._store()).transaction() as tx:
+            await tx.plan_per_execution()
+            found, stopped = await tx.jobs_search(
+                where=where, before_id=after, limit=limit, scan=scan
+            )
+        if stopped:  # the last one is where the scan stopped, whatever its payload
+            return JobPage(found[:-1][:limit], found[-1].id + 1, truncated=True)
+        if len(found) > limit:
+            return JobPage(found[:limit], found[limit - 1].id)
+        return JobPage(found, None)
 
     async def jobs_count(
         self,

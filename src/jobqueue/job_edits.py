@@ -22,7 +22,9 @@ from jobqueue.model import fields
 from jobqueue.model.job import Job, JobNotFound, JobStateError, JobStatus
 
 # What PATCH /jobs/{id} may change.
-EDITABLE = ("run_at", "delay_seconds", "priority", "queue", "max_attempts", "payload")
+EDITABLE = (
+    "run_at", "delay_seconds", "priority", "queue", "max_attempts", "payload", "tags", "meta",
+)  # fmt: skip
 
 
 class WorkflowJobError(Exception):
@@ -50,6 +52,9 @@ async def update(
         raise ValueError("run_at: give run_at or delay_seconds, not both")
     options = {k: v for k, v in changes.items() if k != "payload" and v is not None}
     fields.check_options(**options)
+    # Given, they replace the job's own; [] and {} remove them.
+    tags = None if changes.get("tags") is None else fields.check_tags(changes["tags"]) or []
+    meta = None if changes.get("meta") is None else fields.meta_json(changes["meta"]) or "{}"
     async with store.transaction() as tx:
         current = await tx.get_job(job_id=job_id)
         payload = None
@@ -63,6 +68,8 @@ async def update(
             queue=changes.get("queue"),
             max_attempts=changes.get("max_attempts"),
             payload=payload,
+            tags=tags,
+            meta=meta,
         )
         job = changed or await tx.get_job(job_id=job_id)
         result = audit.OK if changed is not None else refusal(job)

@@ -342,6 +342,15 @@ async def test_payloads_results_and_logs_need_payloads_read(
         hidden = await get(f"/jobs/{job_id}", reader)
         assert (hidden["payload"], hidden["result"], hidden["status"]) == (None, None, "completed")
         assert (await get("/jobs", reader))["jobs"][0]["payload"] is None
+        # Nor can it probe them with a payload filter (docs/search.md).
+        probe = await client.get(
+            "/jobs?payload.to=a@example.com", headers={"Authorization": f"Bearer {reader}"}
+        )
+        assert probe.status_code == 403, probe.text
+        assert "payloads scope" in probe.json()["detail"]
+        assert [j["id"] for j in (await get("/jobs?payload.to=a@example.com", full))["jobs"]] == [
+            job_id
+        ]
         attempts = (await get(f"/jobs/{job_id}/attempts", reader))["attempts"]
         assert [a["log"] for a in attempts] == [None]
 

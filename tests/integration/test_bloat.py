@@ -245,6 +245,20 @@ async def test_a_leader_with_long_rounds_comes_back_when_the_writing_partition_h
             await running
 
 
+async def schema_before(store: Store, version: int) -> None:
+    """``store``'s schema made with the migrations before ``version``: as a release
+    before that one left it, to upgrade."""
+    await store.schema_create()
+    await store.migrations_create()
+    db = store.db
+    assert isinstance(db, asyncpg.Connection)
+    async with db.transaction():
+        for migration in migrations(store.schema):
+            if migration.version < version:
+                await db.execute(migration.sql)
+                await store.migrations_record(version=migration.version, name=migration.name)
+
+
 async def test_the_upgrade_to_turns_keeps_the_changes_and_what_roles_were_granted(
     db: asyncpg.Connection,
 ) -> None:
@@ -254,17 +268,14 @@ async def test_the_upgrade_to_turns_keeps_the_changes_and_what_roles_were_grante
     name, role = f"t_{uuid.uuid4().hex[:12]}", f"jq_{uuid.uuid4().hex[:8]}"
     store = Store(db, name)
     try:
-        await store.schema_create()
-        await store.migrations_create()
-        async with db.transaction():
-            for migration in migrations(name):
-                if migration.version < 25:
-                    await db.execute(migration.sql)
-                    await store.migrations_record(version=migration.version, name=migration.name)
+        await schema_before(store, 25)
         await db.execute(f'CREATE ROLE "{role}"')
         await db.execute(f'GRANT SELECT, DELETE ON "{name}".queue_count_changes TO "{role}"')
-        for queue in ("mail", "mail", "reports"):
-            await store.enqueue(row=job_row(queue))
+        for queue in ("mail", "mail", "reports"):  # as that schema's code stored them
+            await db.execute(
+                f"INSERT INTO \"{name}\".jobs (type, queue, payload) VALUES ('t', $1, '{{}}')",
+                queue,
+            )
 
         assert (await migrate(db, name))[0] == 25  # and the later ones
         assert await reported_counts_of(db, name) == {"mail": 2, "reports": 1}

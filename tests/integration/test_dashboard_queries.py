@@ -10,6 +10,7 @@ import pytest
 
 from jobqueue.app import JobQueue
 from jobqueue.model.job import JobStatus
+from jobqueue.model.search import JobFilter
 
 pytestmark = pytest.mark.anyio
 
@@ -38,21 +39,12 @@ async def test_due_later_is_counted_by_kind_up_to_the_bound_and_moves_with_time(
     bounded = await store.queues_later(queues=["default"], limit=2)
     assert sum(bounded["default"]) == 2
 
-    page = await store.jobs_page(
-        status=JobStatus.PENDING, types=None, queues=["default"], created_since=None,
-        created_before=None, before_id=None, limit=50, due="scheduled",
-    )  # fmt: skip
-    assert [j.id for j in page] == [j.id for j in reversed(scheduled)]
-    page = await store.jobs_page(
-        status=JobStatus.PENDING, types=None, queues=None, created_since=None,
-        created_before=None, before_id=None, limit=50, due="retrying",
-    )  # fmt: skip
-    assert [j.id for j in page] == [retrying.id]
-    page = await store.jobs_page(
-        status=JobStatus.PENDING, types=None, queues=None, created_since=None,
-        created_before=None, before_id=None, limit=50, due="due",
-    )  # fmt: skip
-    assert [j.id for j in page] == [due.id]
+    page = await jq.inspect.jobs(JobFilter(JobStatus.PENDING, queues=["default"], due="scheduled"))
+    assert [j.id for j in page.jobs] == [j.id for j in reversed(scheduled)]
+    page = await jq.inspect.jobs(JobFilter(JobStatus.PENDING, due="retrying"))
+    assert [j.id for j in page.jobs] == [retrying.id]
+    page = await jq.inspect.jobs(JobFilter(JobStatus.PENDING, due="due"))
+    assert [j.id for j in page.jobs] == [due.id]
 
     # Workers take the due job first, then the others as they fall due, soonest first.
     waiting = await store.queue_waiting(queue="default", limit=10)

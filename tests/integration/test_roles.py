@@ -6,6 +6,7 @@ job, nor read any other table."""
 from __future__ import annotations
 
 import dataclasses
+import uuid
 
 import asyncpg
 import psycopg
@@ -13,10 +14,14 @@ import pytest
 
 from jobqueue.app import JobQueue
 from jobqueue.config import Settings
+from jobqueue.db.grants import ENQUEUE_COLUMNS
+from jobqueue.db.migrate import migrate
 from jobqueue.db.sql import queries
+from jobqueue.db.store import Store
 from jobqueue.model.job import JobStatus
 from jobqueue.workflows import step
-from tests.conftest import MakeRole
+from tests.conftest import MakeRole, dsn_as
+from tests.integration.test_bloat import schema_before
 from tests.integration.test_sql import add_finished_jobs, add_pending_jobs
 
 pytestmark = pytest.mark.anyio
@@ -146,3 +151,43 @@ async def test_the_worker_role_gets_the_owners_plans(
             assert "Index" in "\n".join(owners), (name, owners)
     finally:
         await worker.close()
+
+
+async def test_an_enqueue_role_granted_before_tags_enqueues_with_them_after_the_upgrade(
+    db: asyncpg.Connection, settings: Settings, pg_dsn: str
+) -> None:
+    """Migration 0030 gives the new columns and functions to whoever `jobqueue grants`
+    gave the old ones, so an application's role keeps enqueueing across the upgrade."""
+    name, role = f"t_{uuid.uuid4().hex[:12]}", f"jq_{uuid.uuid4().hex[:8]}"
+    try:
+        await schema_before(Store(db, name), 30)
+        # What the grants of the release before gave an enqueue role.
+        old_columns = ", ".join(c for c in ENQUEUE_COLUMNS if c not in ("tags", "meta"))
+        await db.execute(
+            f'CREATE ROLE "{role}" LOGIN; GRANT USAGE ON SCHEMA "{name}" TO "{role}";'
+            f'GRANT INSERT ({old_columns}), SELECT ON "{name}".jobs TO "{role}";'
+            f'GRANT EXECUTE ON FUNCTION "{name}".enqueue_unique(text, text, jsonb, integer, '
+            f"integer, timestamptz, float8, text, float8, timestamptz, jsonb, text) "
+            f'TO "{role}";'
+            f'GRANT EXECUTE ON FUNCTION "{name}".enqueue_unique_replacing(text, text, jsonb, '
+            f"integer, integer, timestamptz, float8, text, float8, timestamptz, jsonb, text, "
+            f'boolean) TO "{role}";'
+        )
+        await migrate(db, name)
+
+        app = JobQueue(
+            settings=dataclasses.replace(
+                settings, database_url=dsn_as(pg_dsn, role), schema=name, migrate=False
+            )
+        )
+        async with app:
+            tagged = await app.enqueue("noop", {}, tags=["import"], meta={"customer": "acme"})
+            keyed = await app.enqueue("noop", {}, unique_key="k", tags=["a"])
+            replaced = await app.enqueue(
+                "noop", {"n": 2}, unique_key="k", on_conflict="replace", tags=["b"]
+            )
+        assert (tagged.tags, tagged.meta) == (["import"], {"customer": "acme"})
+        assert (replaced.id, replaced.tags) == (keyed.id, ["b"])
+    finally:
+        await db.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+        await db.execute(f'DROP OWNED BY "{role}"; DROP ROLE IF EXISTS "{role}"')

@@ -28,7 +28,7 @@ from jobqueue.workflows.builder import _OPTIONS, WorkflowBuilder, step
 BESIDES = {"conn", "payload", "ref", "depends_on", "on_failure", "run_if", "force", "json",
            "type", "database_url", "schema", "run", "command"}  # fmt: skip
 # The CLI's flags are named for the command line.
-CLI_NAMES = {"delay": "delay_seconds"}
+CLI_NAMES = {"delay": "delay_seconds", "tag": "tags"}
 
 
 def keywords(function: Callable[..., Any]) -> set[str]:

@@ -42,6 +42,8 @@ def row(**changes: Any) -> dict[str, Any]:
         ),
         "workflow_id": 9,
         "concurrency_key": "tenant-3",
+        "tags": ["import", "nightly"],
+        "meta": '{"customer": "acme"}',
         "claim_token": 77,  # columns the Job leaves out are ignored
     }
     return values | changes
@@ -50,7 +52,7 @@ def row(**changes: Any) -> dict[str, Any]:
 def test_every_field_comes_from_its_own_column() -> None:
     job = Job.from_record(row())
     expected = row()
-    converted = {"payload", "status", "result", "progress", "trace_id"}
+    converted = {"payload", "status", "result", "progress", "trace_id", "meta"}
     for field in dataclasses.fields(Job):
         if field.name not in converted:
             assert getattr(job, field.name) == expected[field.name], field.name
@@ -59,6 +61,7 @@ def test_every_field_comes_from_its_own_column() -> None:
     assert job.result == {"sent": 1}
     assert job.progress == Progress(0.5, "half", T0 + timedelta(seconds=6))
     assert job.trace_id == "4bf92f3577b34da6a3ce929d0e0e4736"
+    assert job.meta == {"customer": "acme"}
 
 
 def test_decoded_json_and_empty_columns_are_taken_as_they_are() -> None:
@@ -68,4 +71,7 @@ def test_decoded_json_and_empty_columns_are_taken_as_they_are() -> None:
     )
     assert (job.payload, job.result, job.progress, job.trace_id) == ({"n": 1}, None, None, None)
     assert Job.from_record(row(payload="{}")).payload == {}
+    untagged = Job.from_record(row(tags=None, meta=None))  # NULL: none (migration 0030)
+    assert (untagged.tags, untagged.meta) == ([], {})
+    assert Job.from_record(row(meta={"decoded": True})).meta == {"decoded": True}
     assert {Job.from_record(row(status=s.value)).status for s in JobStatus} == set(JobStatus)

@@ -38,6 +38,7 @@ STORE_PARTS = {
     "db/queue_queries.py": "QueueQueries",
     "db/admin_queries.py": "AdminQueries",
     "db/schedule_queries.py": "ScheduleQueries",
+    "db/search_queries.py": "SearchQueries",
 }
 # The store itself, and the adapters that make an application's connection one it
 # can run on.

@@ -13,9 +13,20 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List jobs, newest first
-         * @description Jobs newest first, filtered by state, type and queue (`?status=failed` lists the dead
-         *     letters). Pass `next_after` from one page as `after` to get the next.
+         * List and search jobs, newest first
+         * @description Jobs newest first, filtered by state, type, queue and tags (`?status=failed`
+         *     lists the dead letters), and by two more kinds of parameter:
+         *
+         *     - `meta.KEY=VALUE`: jobs whose metadata has VALUE at KEY (`meta.customer=acme`);
+         *     - `payload.KEY=VALUE`: the same of the payload; needs the `payloads` scope.
+         *
+         *     KEY may be a dotted path into nested objects (`payload.user.id=42`). VALUE is a
+         *     JSON number, `true`, `false` or `null` as that value, a double-quoted JSON string as
+         *     its text, and anything else as text: `user_id=42` finds the number, `user_id="42"`
+         *     the string. Tags and metadata are found through their indexes. The payload has
+         *     none: a payload filter reads at most `scan_limit` jobs newest first, and an answer
+         *     that stopped there has `truncated: true`; its `next_after` reads on. Pass
+         *     `next_after` from one page as `after` to get the next.
          *
          *     Scope: `jobs:read` (or `admin`).
          */
@@ -1231,6 +1242,9 @@ export interface components {
          *       "finished_at": "2026-11-29T10:00:00.05Z",
          *       "id": 28,
          *       "max_attempts": 3,
+         *       "meta": {
+         *         "customer": "acme"
+         *       },
          *       "payload": {
          *         "to": "a@example.com"
          *       },
@@ -1247,6 +1261,9 @@ export interface components {
          *       "run_at": "2026-11-29T10:00:00Z",
          *       "started_at": "2026-11-29T10:00:00.01Z",
          *       "status": "completed",
+         *       "tags": [
+         *         "welcome"
+         *       ],
          *       "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
          *       "type": "send_email",
          *       "updated_at": "2026-11-29T10:00:00.05Z"
@@ -1304,6 +1321,12 @@ export interface components {
             workflow_id?: number | null;
             /** Concurrency Key */
             concurrency_key?: string | null;
+            /** Tags */
+            tags?: string[];
+            /** Meta */
+            meta?: {
+                [key: string]: unknown;
+            };
         };
         /** JobGone */
         JobGone: {
@@ -1318,6 +1341,13 @@ export interface components {
             jobs: components["schemas"]["Job"][];
             /** Next After */
             next_after?: number | null;
+            /**
+             * Truncated
+             * @default false
+             */
+            truncated?: boolean;
+            /** Scan Limit */
+            scan_limit?: number | null;
         };
         /**
          * JobPatch
@@ -1356,6 +1386,18 @@ export interface components {
              * @description Checked against the job's type, as at enqueue.
              */
             payload?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Tags
+             * @description Its tags, all of them; [] for none.
+             */
+            tags?: string[] | null;
+            /**
+             * Meta
+             * @description Its metadata, the whole object; {} for none.
+             */
+            meta?: {
                 [key: string]: unknown;
             } | null;
         };
@@ -1602,6 +1644,18 @@ export interface components {
              * @description While a pending job holds the key: `return` it (default, 200); `replace` its payload, priority and run time (200, same id); `debounce` it: its payload, and a run time of now + `delay_seconds` (200). A running holder is never changed: `replace` and `debounce` store a new job behind it (201).
              */
             on_conflict?: ("return" | "replace" | "debounce") | null;
+            /**
+             * Tags
+             * @description Up to 16 tags of up to 64 characters, to find the job by (`GET /jobs?tag=`); each is kept once.
+             */
+            tags?: string[] | null;
+            /**
+             * Meta
+             * @description A JSON object of up to 8192 bytes, to find the job by (`GET /jobs?meta.customer=acme`): who or what it is for.
+             */
+            meta?: {
+                [key: string]: unknown;
+            } | null;
         };
         /**
          * NewJobs
@@ -1695,6 +1749,18 @@ export interface components {
              * @default true
              */
             enabled?: boolean;
+            /**
+             * Tags
+             * @description Each job's tags.
+             */
+            tags?: string[] | null;
+            /**
+             * Meta
+             * @description Each job's metadata.
+             */
+            meta?: {
+                [key: string]: unknown;
+            } | null;
         };
         /** NewToken */
         NewToken: {
@@ -1835,6 +1901,18 @@ export interface components {
              * @description While a pending job holds the key: `return` it (default, 200); `replace` its payload, priority and run time (200, same id); `debounce` it: its payload, and a run time of now + `delay_seconds` (200). A running holder is never changed: `replace` and `debounce` store a new job behind it (201).
              */
             on_conflict?: ("return" | "replace" | "debounce") | null;
+            /**
+             * Tags
+             * @description Up to 16 tags of up to 64 characters, to find the job by (`GET /jobs?tag=`); each is kept once.
+             */
+            tags?: string[] | null;
+            /**
+             * Meta
+             * @description A JSON object of up to 8192 bytes, to find the job by (`GET /jobs?meta.customer=acme`): who or what it is for.
+             */
+            meta?: {
+                [key: string]: unknown;
+            } | null;
             /**
              * Ref
              * @description The job's name in this workflow, for depends_on.
@@ -2067,6 +2145,9 @@ export interface components {
          *         "status": "completed"
          *       },
          *       "last_run_at": "2026-12-05T02:00:00Z",
+         *       "meta": {
+         *         "team": "finance"
+         *       },
          *       "missed": "skip",
          *       "name": "nightly-report",
          *       "next_run_at": "2026-12-06T02:00:00Z",
@@ -2078,6 +2159,9 @@ export interface components {
          *         "format": "pdf"
          *       },
          *       "source": "api",
+         *       "tags": [
+         *         "reports"
+         *       ],
          *       "timezone": "Europe/Berlin",
          *       "type": "report",
          *       "updated_at": "2026-12-01T09:30:00Z"
@@ -2128,6 +2212,12 @@ export interface components {
              * Format: date-time
              */
             updated_at: string;
+            /** Tags */
+            tags?: string[];
+            /** Meta */
+            meta?: {
+                [key: string]: unknown;
+            };
         };
         /** ScheduleList */
         ScheduleList: {
@@ -2139,7 +2229,8 @@ export interface components {
         /**
          * SchedulePatch
          * @description The fields to change; one left out is kept. `cron` replaces `every` and the other
-         *     way round; null `queue` or `priority` goes back to the default.
+         *     way round; null `queue` or `priority` goes back to the default, and null `tags` or
+         *     `meta` removes them.
          * @example {
          *       "cron": "0 4 * * *"
          *     }
@@ -2169,6 +2260,12 @@ export interface components {
             missed?: components["schemas"]["Missed"] | null;
             /** Enabled */
             enabled?: boolean | null;
+            /** Tags */
+            tags?: string[] | null;
+            /** Meta */
+            meta?: {
+                [key: string]: unknown;
+            } | null;
         };
         /**
          * Scope
@@ -2356,6 +2453,8 @@ export interface operations {
                 type?: string | null;
                 /** @description Only jobs in this queue. */
                 queue?: string | null;
+                /** @description Only jobs with this tag; repeated, with every one of them. */
+                tag?: string[] | null;
                 /** @description Page size. */
                 limit?: number;
                 /** @description Cursor: `next_after` of the previous page. */

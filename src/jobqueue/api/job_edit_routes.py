@@ -20,7 +20,7 @@ from jobqueue.api.state import jobqueue
 from jobqueue.audit import Actor
 from jobqueue.auth import access
 from jobqueue.auth.authenticator import require
-from jobqueue.enqueue.new_job import Int32, NewJob, Payload, QueueName, Seconds
+from jobqueue.enqueue.new_job import Int32, Meta, NewJob, Payload, QueueName, Seconds, Tags
 from jobqueue.job_edits import EDITABLE, WorkflowJobError
 from jobqueue.model import fields
 from jobqueue.model.job import Job
@@ -48,6 +48,10 @@ class JobPatch(BaseModel):
     max_attempts: Annotated[int, Field(ge=1, le=fields.MAX_ATTEMPTS_LIMIT)] | None = None
     payload: Payload | None = Field(
         default=None, description="Checked against the job's type, as at enqueue."
+    )
+    tags: Tags | None = Field(default=None, description="Its tags, all of them; [] for none.")
+    meta: Meta | None = Field(
+        default=None, description="Its metadata, the whole object; {} for none."
     )
 
 

@@ -27,7 +27,6 @@ from jobqueue.api.schemas import (
     Cancelled,
     JobGone,
     JobId,
-    JobList,
     NewJobs,
     Retried,
     RetryFilter,
@@ -40,7 +39,7 @@ from jobqueue.audit import Actor
 from jobqueue.auth import access
 from jobqueue.auth.authenticator import require
 from jobqueue.encoding import to_json
-from jobqueue.enqueue.new_job import NewJob, StorableText
+from jobqueue.enqueue.new_job import NewJob
 from jobqueue.model import fields
 from jobqueue.model.job import FINAL_STATES, Job, JobStatus
 from jobqueue.model.tokens import Principal, Scope
@@ -326,34 +325,3 @@ async def get_attempts(
     jq = jobqueue(request)
     access.visible(await jq.get(id), who, id)
     return AttemptList(attempts=access.shown_attempts(await jq.attempts(id), who))
-
-
-@router.get(
-    "/jobs",
-    response_model=JobList,
-    summary="List jobs, newest first",
-    responses=declare(INVALID, UNAVAILABLE),
-)
-async def list_jobs(
-    request: Request,
-    who: Annotated[Principal, require(Scope.READ)],
-    status: Annotated[JobStatus | None, Query(description="Only jobs in this state.")] = None,
-    type: Annotated[StorableText | None, Query(description="Only jobs of this type.")] = None,
-    queue: Annotated[StorableText | None, Query(description="Only jobs in this queue.")] = None,
-    limit: Annotated[int, Query(ge=1, le=500, description="Page size.")] = 50,
-    after: Annotated[
-        int | None,
-        Query(ge=1, le=2**63 - 1, description="Cursor: `next_after` of the previous page."),
-    ] = None,
-) -> JobList:
-    """Jobs newest first, filtered by state, type and queue (`?status=failed` lists the dead
-    letters). Pass `next_after` from one page as `after` to get the next."""
-    scope = access.reach(who, queue=queue, type=type)
-    if scope is None:
-        return JobList(jobs=[], next_after=None)
-    queues, types = scope
-    jobs = await jobqueue(request).list(
-        status=status, type=types, queue=queues, after=after, limit=limit
-    )
-    shown = [access.shown(job, who) for job in jobs]
-    return JobList(jobs=shown, next_after=jobs[-1].id if len(jobs) == limit else None)

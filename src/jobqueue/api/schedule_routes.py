@@ -23,7 +23,7 @@ from jobqueue.app import JobQueue
 from jobqueue.audit import Actor
 from jobqueue.auth import access
 from jobqueue.auth.authenticator import require
-from jobqueue.enqueue.new_job import Int32, JobType, Payload, QueueName
+from jobqueue.enqueue.new_job import Int32, JobType, Meta, Payload, QueueName, Tags
 from jobqueue.model.job import Job
 from jobqueue.model.schedule_timing import (
     NAME_PATTERN,
@@ -105,11 +105,14 @@ class NewSchedule(BaseModel):
         "minute late runs), `once` (the latest runs once), `all` (each runs, at most 100).",
     )
     enabled: bool = Field(default=True, description="false: made paused.")
+    tags: Tags | None = Field(default=None, description="Each job's tags.")
+    meta: Meta | None = Field(default=None, description="Each job's metadata.")
 
 
 class SchedulePatch(BaseModel):
     """The fields to change; one left out is kept. `cron` replaces `every` and the other
-    way round; null `queue` or `priority` goes back to the default."""
+    way round; null `queue` or `priority` goes back to the default, and null `tags` or
+    `meta` removes them."""
 
     model_config = ConfigDict(
         extra="forbid",
@@ -125,6 +128,8 @@ class SchedulePatch(BaseModel):
     priority: Int32 | None = None
     missed: Missed | None = None
     enabled: bool | None = None
+    tags: Tags | None = None
+    meta: Meta | None = None
 
 
 class ScheduleList(BaseModel):
@@ -160,7 +165,8 @@ async def create_schedule(
         return await jq.schedules.create(
             new.name, new.type, cron=new.cron, every=new.every, timezone=new.timezone,
             payload=new.payload, queue=new.queue, priority=new.priority,
-            missed=new.missed.value, enabled=new.enabled, by=Actor.of(who),
+            missed=new.missed.value, enabled=new.enabled, tags=new.tags, meta=new.meta,
+            by=Actor.of(who),
         )  # fmt: skip
 
 

@@ -103,6 +103,11 @@ class JobList(BaseModel):
     jobs: list[Job]
     next_after: int | None = None
     """Pass as ``after`` to get the next page; null on the last page."""
+    truncated: bool = False
+    """A payload filter read its bound of jobs (``scan_limit``) and stopped: older jobs
+    may match too, from ``next_after`` on (docs/search.md)."""
+    scan_limit: int | None = None
+    """The jobs a payload filter reads per request; null without a payload filter."""
 
 
 class AttemptList(BaseModel):

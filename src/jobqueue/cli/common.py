@@ -6,11 +6,12 @@ import argparse
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
-from typing import TypeAlias, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 from jobqueue import config, logs, settings_parsing
 from jobqueue.app import JobQueue
 from jobqueue.config import Settings
+from jobqueue.model import search
 
 T = TypeVar("T")
 
@@ -105,3 +106,20 @@ def aware_time(flag: str, value: str | None) -> datetime | None:
     if parsed.tzinfo is None:
         raise UsageError(f"{flag} needs a time zone, e.g. {value}Z or {value}+01:00")
     return parsed
+
+
+def key_values(flag: str, pairs: list[str] | None) -> dict[str, Any] | None:
+    """``KEY=VALUE`` flags as one JSON object (search.containment); UsageError names
+    the flag."""
+    if not pairs:
+        return None
+    terms = []
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals:
+            raise UsageError(f"{flag}: must be KEY=VALUE, got {pair!r}")
+        terms.append((key, value))
+    try:
+        return search.containment(terms, flag)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None

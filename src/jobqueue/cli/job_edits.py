@@ -15,6 +15,7 @@ from jobqueue.cli.common import (
     add_output_flags,
     aware_time,
     client,
+    key_values,
     with_jobqueue,
 )
 from jobqueue.cli.output import print_json, print_record
@@ -37,6 +38,14 @@ def add_job_edit_commands(jobs: Commands) -> None:
     cmd.add_argument("--queue")
     cmd.add_argument("--max-attempts", type=int)
     cmd.add_argument("--payload", metavar="JSON", help="a JSON object, checked as at enqueue")
+    tags = cmd.add_mutually_exclusive_group()
+    tags.add_argument("--tag", action="append", metavar="TAG", help="its tags, all of them")
+    tags.add_argument("--clear-tags", action="store_true", help="remove its tags")
+    meta = cmd.add_mutually_exclusive_group()
+    meta.add_argument(
+        "--meta", action="append", metavar="KEY=VALUE", help="its metadata, the whole of it"
+    )
+    meta.add_argument("--clear-meta", action="store_true", help="remove its metadata")
     add_output_flags(cmd)
     cmd.set_defaults(run=run_update)
 
@@ -68,6 +77,10 @@ def run_update(args: argparse.Namespace) -> int:
             changes["payload"] = json.loads(args.payload)
         except json.JSONDecodeError as exc:
             raise UsageError(f"--payload: not JSON: {exc}") from None
+    if args.tag or args.clear_tags:
+        changes["tags"] = args.tag or []
+    if args.meta or args.clear_meta:
+        changes["meta"] = key_values("--meta", args.meta) or {}
     if not changes:
         raise UsageError("name at least one thing to change (--priority, --delay, ...)")
     jq = client(args)

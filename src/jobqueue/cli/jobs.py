@@ -19,6 +19,7 @@ from jobqueue.cli.common import (
     add_output_flags,
     aware_time,
     client,
+    key_values,
     with_jobqueue,
 )
 from jobqueue.cli.job_edits import add_job_edit_commands
@@ -31,7 +32,7 @@ from jobqueue.cli.output import (
     print_table,
 )
 from jobqueue.job_types import Checker
-from jobqueue.model import fields
+from jobqueue.model import fields, search
 from jobqueue.model.job import FINAL_STATES, Attempt, Job, JobNotFound, JobStatus
 from jobqueue.task import job_options
 
@@ -61,6 +62,7 @@ def add_enqueue_command(commands: Commands) -> None:
         "--concurrency-key",
         help="its key for the queue's key limits (default: its task's payload field)",
     )
+    add_tag_and_meta_flags(cmd, "tag the job (repeat for several)", "its metadata")
     cmd.add_argument(
         "--force",
         action="store_true",
@@ -124,6 +126,14 @@ def add_jobs_commands(commands: Commands) -> None:
     cmd.add_argument("--queue")
     cmd.add_argument("--limit", type=int, default=50)
     cmd.add_argument("--after", type=int, help="list jobs older than this id")
+    add_tag_and_meta_flags(cmd, "only jobs with this tag (repeat: with all)", "only jobs whose")
+    cmd.add_argument(
+        "--payload",
+        action="append",
+        metavar="KEY=VALUE",
+        help=f"only jobs whose payload has VALUE at KEY (a dotted path); reads the newest "
+        f"{search.PAYLOAD_SCAN_ROWS:,} jobs that match the rest, then says where it stopped",
+    )
     add_output_flags(cmd)
     cmd.set_defaults(run=run_jobs_list)
     add_job_edit_commands(jobs)
@@ -153,6 +163,8 @@ def run_enqueue(args: argparse.Namespace) -> int:
         "unique_for": args.unique_for,
         "on_conflict": args.on_conflict,
         "concurrency_key": args.concurrency_key,
+        "tags": args.tag,
+        "meta": key_values("--meta", args.meta),
     }
     try:
         job_type = fields.check_type(args.type)
@@ -345,28 +357,44 @@ def run_jobs_cancel(args: argparse.Namespace) -> int:
 def run_jobs_list(args: argparse.Namespace) -> int:
     if not 1 <= args.limit <= 10_000:
         raise UsageError(f"--limit must be from 1 to 10000, got {args.limit}")
+    try:
+        where = search.JobFilter(
+            JobStatus(args.status) if args.status else None,
+            None if args.type is None else [args.type],
+            None if args.queue is None else [args.queue],
+            search.check_tags(args.tag),
+            key_values("--meta", args.meta),
+            key_values("--payload", args.payload),
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     jq = client(args)
-    jobs = with_jobqueue(
-        jq,
-        lambda: jq.list(
-            status=args.status,
-            type=args.type,
-            queue=args.queue,
-            after=args.after,
-            limit=args.limit,
-        ),
-    )
+    page = with_jobqueue(jq, lambda: jq.inspect.jobs(where, after=args.after, limit=args.limit))
     if args.json:
-        print_records(jobs)
-        return 0
-    header = ("ID", "TYPE", "QUEUE", "STATUS", "ATTEMPTS", "RUN AT", "LAST ERROR")
-    rows = [
-        (str(j.id), j.type, j.queue, j.status, f"{j.attempts}/{j.max_attempts}",
-         format_time(j.run_at), (j.last_error or "")[:50])
-        for j in jobs
-    ]  # fmt: skip
-    print_table(header, rows, "no jobs")
+        print_records(page.jobs)
+    else:
+        header = ("ID", "TYPE", "QUEUE", "STATUS", "ATTEMPTS", "RUN AT", "TAGS", "LAST ERROR")
+        rows = [
+            (str(j.id), j.type, j.queue, j.status, f"{j.attempts}/{j.max_attempts}",
+             format_time(j.run_at), ",".join(j.tags), (j.last_error or "")[:50])
+            for j in page.jobs
+        ]  # fmt: skip
+        print_table(header, rows, "no jobs")
+    if page.truncated:
+        print(f"the payload filter read {search.PAYLOAD_SCAN_ROWS:,} jobs and stopped; "
+              f"older ones: --after {page.next_after}", file=sys.stderr)  # fmt: skip
     return 0
+
+
+def add_tag_and_meta_flags(cmd: argparse.ArgumentParser, tag: str, meta: str) -> None:
+    cmd.add_argument("--tag", action="append", metavar="TAG", help=tag)
+    cmd.add_argument(
+        "--meta",
+        action="append",
+        metavar="KEY=VALUE",
+        help=f"{meta} metadata has VALUE at KEY (repeat for several): a JSON number, "
+        'true, false or null, a "quoted" string, else text',
+    )
 
 
 def add_bulk_command(

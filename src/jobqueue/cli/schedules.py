@@ -12,7 +12,14 @@ from typing import Any, TypeVar
 import asyncpg
 
 from jobqueue.audit import Actor
-from jobqueue.cli.common import Commands, UsageError, add_output_flags, client, with_jobqueue
+from jobqueue.cli.common import (
+    Commands,
+    UsageError,
+    add_output_flags,
+    client,
+    key_values,
+    with_jobqueue,
+)
 from jobqueue.cli.output import format_time, print_json, print_record, print_table
 from jobqueue.model.schedule_timing import Missed
 from jobqueue.model.schedules import ScheduleConflict, ScheduleInfo, ScheduleNotFound
@@ -83,6 +90,10 @@ def add_definition_flags(cmd: argparse.ArgumentParser, *, creating: bool) -> Non
         "--missed",
         choices=[m.value for m in Missed],
         help="ticks missed while nothing ran: skip (default), once, or all (at most 100)",
+    )
+    cmd.add_argument("--tag", action="append", metavar="TAG", help="its jobs' tags, all of them")
+    cmd.add_argument(
+        "--meta", action="append", metavar="KEY=VALUE", help="its jobs' metadata, the whole of it"
     )
     if creating:
         cmd.add_argument("--paused", action="store_true", help="create it paused")
@@ -189,6 +200,10 @@ def _definition(args: argparse.Namespace) -> dict[str, Any]:
         if not isinstance(payload, dict):
             raise UsageError("--payload: must be a JSON object")
         given["payload"] = payload
+    if args.tag:
+        given["tags"] = args.tag
+    if args.meta:
+        given["meta"] = key_values("--meta", args.meta)
     return given
 
 
@@ -203,6 +218,7 @@ def _show(args: argparse.Namespace, schedule: ScheduleInfo, done: str | None = N
         "name": schedule.name, "type": schedule.type, "when": _timing(schedule),
         "payload": payload, "queue": schedule.queue or "(the task's, else default)",
         "priority": "(the task's)" if schedule.priority is None else str(schedule.priority),
+        "tags": ", ".join(schedule.tags) or "-", "meta": json.dumps(schedule.meta),
         "missed": schedule.missed, "state": _state(schedule), "source": schedule.source,
         "next runs": ", ".join(format_time(t) for t in schedule.next_runs) or "-",
         "last job": _last(schedule),

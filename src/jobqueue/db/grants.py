@@ -78,6 +78,7 @@ ENQUEUE_COLUMNS = (
     # A workflow's jobs (migration 0019): a job with parents is inserted blocked.
     "workflow_id", "workflow_ref", "status", "parents_left", "parents_failed", "on_failure",
     "run_if",
+    "tags", "meta",  # migration 0030
 )  # fmt: skip
 
 # What the enqueue role reads of jobs: SELECT on the table is for INSERT ... RETURNING,
@@ -91,13 +92,13 @@ ENQUEUE_POLICY = (
     "USING (ctid = '(4294967295,0)'::tid);"
 )
 
-# Migration 0016's functions (0021's enqueue_unique, 0029's enqueue_unique_replacing), run
-# as the owner: enqueueing under a unique key.
+# Migration 0016's functions (0030's enqueue_unique and enqueue_unique_replacing), run as
+# the owner: enqueueing under a unique key.
 FUNCTIONS = (
     "enqueue_unique(text, text, jsonb, integer, integer, timestamptz, float8, text, float8, "
-    "timestamptz, jsonb, text)",
+    "timestamptz, jsonb, text, text[], jsonb)",
     "enqueue_unique_replacing(text, text, jsonb, integer, integer, timestamptz, float8, text, "
-    "float8, timestamptz, jsonb, text, boolean)",
+    "float8, timestamptz, jsonb, text, boolean, text[], jsonb)",
     "unique_holder(text)",
 )
 # Run as the owner too, for one purpose: the leader empties the counters' idle

@@ -6,6 +6,7 @@ and every method still reads as the store's own."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -70,6 +71,14 @@ def _columns(rows: Sequence[JobRow]) -> list[list[Any]]:
         [r.max_attempts for r in rows],
         [r.run_at for r in rows],
         [r.delay_seconds for r in rows],
+    ]
+
+
+def _tags_and_meta(rows: Sequence[JobRow]) -> list[list[Any]]:
+    """Each row's tags, as JSON text (enqueue_rows.sql says why), and metadata."""
+    return [
+        [None if r.tags is None else json.dumps(r.tags) for r in rows],
+        [r.meta for r in rows],
     ]
 
 

@@ -34,6 +34,9 @@ class JobRow(JobOptions):
     trace: str | None = None
     # Its concurrency key (docs/limits.md); None: none.
     concurrency_key: str | None = None
+    # Its tags, and its metadata as JSON text (docs/search.md); None: none.
+    tags: list[str] | None = None
+    meta: str | None = None
 
 
 class UniqueKey(NamedTuple):

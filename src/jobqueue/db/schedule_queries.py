@@ -28,12 +28,16 @@ class ScheduleDefinition:
     missed: str
     enabled: bool
     next_run_at: datetime
+    tags: list[str] | None = None  # its jobs' (migration 0030)
+    meta: dict[str, Any] | None = None
 
     def values(self) -> tuple[object, ...]:
         payload = None if self.payload is None else json.dumps(self.payload)
+        meta = None if self.meta is None else json.dumps(self.meta)
         return (
             self.name, self.type, self.cron, self.every_seconds, self.timezone, payload,
             self.queue, self.priority, self.missed, self.enabled, self.next_run_at,
+            self.tags, meta,
         )  # fmt: skip
 
 

@@ -107,6 +107,8 @@ CREATE TABLE jobqueue.jobs (
     cancelled_by bigint,
     concurrency_key text,
     claim_token bigint,
+    tags text[],
+    meta jsonb,
     CONSTRAINT jobs_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT jobs_concurrency_key_check CHECK ((concurrency_key <> ''::text)),
     CONSTRAINT jobs_max_attempts_check CHECK ((max_attempts >= 1)),
@@ -144,6 +146,36 @@ OVERRIDING SYSTEM VALUE
 SELECT key.job_id, $1, $2, $3, $4, $5,
        COALESCE($6, COALESCE($10, now()) + make_interval(secs => COALESCE($7, 0))), $8, $11,
        $12
+FROM key
+RETURNING *
+$_$;
+
+--
+-- Name: enqueue_unique(text, text, jsonb, integer, integer, timestamp with time zone, double precision, text, double precision, timestamp with time zone, jsonb, text, text[], jsonb); Type: FUNCTION; Schema: jobqueue; Owner: -
+--
+
+CREATE FUNCTION jobqueue.enqueue_unique(type text, queue text, payload jsonb, priority integer, max_attempts integer, run_at timestamp with time zone, delay_seconds double precision, unique_key text, hold_seconds double precision, now timestamp with time zone, trace_context jsonb, concurrency_key text, tags text[], meta jsonb) RETURNS SETOF jobqueue.jobs
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+WITH new_job AS (
+    SELECT nextval(pg_get_serial_sequence('"jobqueue".jobs', 'id')) AS id
+), key AS (
+    INSERT INTO "jobqueue".unique_keys AS k (key, job_id, hold_seconds)
+    SELECT $8, id, $9 FROM new_job
+    ON CONFLICT (key) DO UPDATE
+        SET job_id = excluded.job_id, hold_seconds = excluded.hold_seconds,
+            held_until = 'infinity'
+        WHERE k.held_until <= COALESCE($10, now())
+    RETURNING job_id
+)
+INSERT INTO "jobqueue".jobs
+    (id, type, queue, payload, priority, max_attempts, run_at, unique_key, trace_context,
+     concurrency_key, tags, meta)
+OVERRIDING SYSTEM VALUE
+SELECT key.job_id, $1, $2, $3, $4, $5,
+       COALESCE($6, COALESCE($10, now()) + make_interval(secs => COALESCE($7, 0))), $8, $11,
+       $12, $13, $14
 FROM key
 RETURNING *
 $_$;
@@ -220,6 +252,88 @@ BEGIN
                 enqueue_unique_replacing.max_attempts, due, unique_key,
                 enqueue_unique_replacing.trace_context,
                 enqueue_unique_replacing.concurrency_key)
+        RETURNING true, j;
+        RETURN;
+    END LOOP;
+    RAISE EXCEPTION 'unique key % kept changing hands; try again', unique_key;
+END;
+$$;
+
+--
+-- Name: enqueue_unique_replacing(text, text, jsonb, integer, integer, timestamp with time zone, double precision, text, double precision, timestamp with time zone, jsonb, text, boolean, text[], jsonb); Type: FUNCTION; Schema: jobqueue; Owner: -
+--
+
+CREATE FUNCTION jobqueue.enqueue_unique_replacing(type text, queue text, payload jsonb, priority integer, max_attempts integer, run_at timestamp with time zone, delay_seconds double precision, unique_key text, hold_seconds double precision, now timestamp with time zone, trace_context jsonb, concurrency_key text, debounce boolean, tags text[], meta jsonb) RETURNS TABLE(created boolean, job jobqueue.jobs)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_variable
+DECLARE
+    clock timestamptz := COALESCE(now, pg_catalog.now());
+    due timestamptz := COALESCE(run_at, clock + make_interval(secs => COALESCE(delay_seconds, 0)));
+    new_id bigint;
+    taken bigint;
+    holder "jobqueue".jobs;
+BEGIN
+    FOR attempt IN 1..3 LOOP
+        new_id := nextval(pg_get_serial_sequence('"jobqueue".jobs', 'id'));
+        INSERT INTO "jobqueue".unique_keys AS k (key, job_id, hold_seconds)
+        VALUES (unique_key, new_id, hold_seconds)
+        ON CONFLICT (key) DO UPDATE
+            SET job_id = excluded.job_id, hold_seconds = excluded.hold_seconds,
+                held_until = 'infinity'
+            WHERE k.held_until <= clock
+        RETURNING k.job_id INTO taken;
+        IF taken IS NULL THEN  -- held: the key's row is locked now; lock its holder too
+            SELECT j.* INTO holder
+            FROM "jobqueue".unique_keys AS k JOIN "jobqueue".jobs AS j ON j.id = k.job_id
+            WHERE k.key = unique_key
+            FOR UPDATE OF j;
+            IF NOT FOUND THEN
+                CONTINUE;  -- its holder went (deleted) since: the key is to be retaken
+            END IF;
+            IF holder.status = 'pending' THEN
+                RETURN QUERY
+                UPDATE "jobqueue".jobs AS j
+                SET payload = enqueue_unique_replacing.payload,
+                    priority = CASE WHEN debounce THEN j.priority
+                                    ELSE enqueue_unique_replacing.priority END,
+                    run_at = CASE WHEN debounce
+                                  THEN clock + make_interval(secs => COALESCE(delay_seconds, 0))
+                                  ELSE due END,
+                    tags = COALESCE(enqueue_unique_replacing.tags, j.tags),
+                    meta = COALESCE(enqueue_unique_replacing.meta, j.meta),
+                    -- the time of this change, after the wait for the key: the order
+                    -- in which concurrent enqueues of one key changed it
+                    updated_at = CASE WHEN now IS NULL THEN clock_timestamp() ELSE clock END
+                WHERE j.id = holder.id
+                RETURNING false, j;
+                PERFORM pg_notify(
+                    (SELECT n.nspname FROM pg_class AS c JOIN pg_namespace AS n
+                       ON n.oid = c.relnamespace WHERE c.oid = '"jobqueue".jobs'::regclass)
+                    || '_jobs', '* ' || holder.queue);
+                RETURN;
+            END IF;
+            IF holder.status NOT IN ('running', 'blocked') THEN
+                RETURN QUERY SELECT false, holder;  -- ended, within its hold
+                RETURN;
+            END IF;
+            UPDATE "jobqueue".unique_keys AS k
+            SET job_id = new_id, hold_seconds = enqueue_unique_replacing.hold_seconds,
+                held_until = 'infinity'
+            WHERE k.key = unique_key;
+        END IF;
+        RETURN QUERY
+        INSERT INTO "jobqueue".jobs AS j
+            (id, type, queue, payload, priority, max_attempts, run_at, unique_key,
+             trace_context, concurrency_key, tags, meta)
+        OVERRIDING SYSTEM VALUE
+        VALUES (new_id, enqueue_unique_replacing.type, enqueue_unique_replacing.queue,
+                enqueue_unique_replacing.payload, enqueue_unique_replacing.priority,
+                enqueue_unique_replacing.max_attempts, due, unique_key,
+                enqueue_unique_replacing.trace_context,
+                enqueue_unique_replacing.concurrency_key, enqueue_unique_replacing.tags,
+                enqueue_unique_replacing.meta)
         RETURNING true, j;
         RETURN;
     END LOOP;
@@ -868,6 +982,8 @@ CREATE TABLE jobqueue.schedules (
     last_job_id bigint,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    tags text[],
+    meta jsonb,
     CONSTRAINT schedules_check CHECK (((cron IS NULL) <> (every_seconds IS NULL))),
     CONSTRAINT schedules_every_seconds_check CHECK ((every_seconds >= 1)),
     CONSTRAINT schedules_missed_check CHECK ((missed = ANY (ARRAY['skip'::text, 'once'::text, 'all'::text]))),
@@ -1124,6 +1240,18 @@ CREATE INDEX jobs_key_running_idx ON jobqueue.jobs USING btree (queue, concurren
 --
 
 CREATE INDEX jobs_lease_idx ON jobqueue.jobs USING btree (lease_expires_at) WHERE (status = 'running'::text);
+
+--
+-- Name: jobs_meta_idx; Type: INDEX; Schema: jobqueue; Owner: -
+--
+
+CREATE INDEX jobs_meta_idx ON jobqueue.jobs USING gin (meta jsonb_path_ops) WHERE (meta IS NOT NULL);
+
+--
+-- Name: jobs_tags_idx; Type: INDEX; Schema: jobqueue; Owner: -
+--
+
+CREATE INDEX jobs_tags_idx ON jobqueue.jobs USING gin (tags) WHERE (tags IS NOT NULL);
 
 --
 -- Name: jobs_workflow_idx; Type: INDEX; Schema: jobqueue; Owner: -

@@ -96,20 +96,20 @@ class Queries:
     jobs_changed_since: str
     jobs_count_bounded: str
     jobs_due_or_running: str
-    jobs_page: str
+    jobs_search: str
     leader_elect: str
     leader_holder: str
     leader_resign: str
     limit_due: str
     limit_lock: str
     limit_next_start: str
-    list_jobs: str
     migration_lock: str
     migrations_applied: str
     migrations_create: str
     migrations_record: str
     outcome_applied: str
     ping: str
+    plan_per_execution: str
     priority_age: str
     progress: str
     queue_counts_fold: str

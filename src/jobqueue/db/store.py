@@ -40,6 +40,7 @@ from jobqueue.db.query_base import (
     _fenced_out,
     _held,
     _list,
+    _tags_and_meta,
     _values,
 )
 from jobqueue.db.queue_queries import QueueQueries
@@ -57,13 +58,20 @@ from jobqueue.db.records import (
     Snoozed,
 )
 from jobqueue.db.schedule_queries import ScheduleQueries
+from jobqueue.db.search_queries import SearchQueries
 from jobqueue.db.sql import Queries, queries
 from jobqueue.db.workflow_queries import WorkflowQueries
 from jobqueue.model.job import Attempt, Job, JobStatus
 
 
 class Store(
-    ProcessQueries, WorkflowQueries, QueueQueries, ScheduleQueries, AdminQueries, QueryBase
+    ProcessQueries,
+    WorkflowQueries,
+    QueueQueries,
+    ScheduleQueries,
+    SearchQueries,
+    AdminQueries,
+    QueryBase,
 ):
     def __init__(self, db: Executor, schema: str, clock: Clock | None = None) -> None:
         self.db = db
@@ -134,8 +142,9 @@ class Store(
 
     async def enqueue(self, *, row: JobRow) -> Job:
         record = await self.db.fetchrow(
-            self._q.enqueue, *_values(row), self.clock.now(), row.trace, row.concurrency_key
-        )
+            self._q.enqueue, *_values(row), self.clock.now(), row.trace, row.concurrency_key,
+            row.tags, row.meta,
+        )  # fmt: skip
         return Job.from_record(record)
 
     async def enqueue_rows(self, *, rows: Sequence[JobRow]) -> list[Job]:
@@ -146,7 +155,9 @@ class Store(
         keys = [r.concurrency_key for r in rows]
         return [
             Job.from_record(r)
-            for r in await self.db.fetch(self._q.enqueue_rows, *columns, now, traces, keys)
+            for r in await self.db.fetch(
+                self._q.enqueue_rows, *columns, now, traces, keys, *_tags_and_meta(rows)
+            )
         ]
 
     async def enqueue_payloads(
@@ -156,14 +167,18 @@ class Store(
         payloads: Sequence[str],
         trace: str | None = None,
         keys: Sequence[str | None] | None = None,
+        tags: list[str] | None = None,
+        meta: str | None = None,
     ) -> list[int]:
-        """One job per payload (JSON text), all with the same options and trace context
-        (JSON text, or None); their ids in order. ``keys``: each one's concurrency key."""
+        """One job per payload (JSON text), all with the same options, trace context
+        (JSON text, or None), tags and metadata (JSON text); their ids in order.
+        ``keys``: each one's concurrency key."""
         o = options
         records = await self.db.fetch(
             self._q.enqueue_payloads,
             o.type, o.queue, list(payloads), o.priority, o.max_attempts, o.run_at,
             o.delay_seconds, self.clock.now(), trace, None if keys is None else list(keys),
+            tags, meta,
         )  # fmt: skip
         return [r[0] for r in records]
 
@@ -173,7 +188,7 @@ class Store(
         """The job, stored if ``unique_key`` is free (None: it is held)."""
         record = await self.db.fetchrow(
             self._q.enqueue_unique, *_values(row), unique_key, hold_seconds, self.clock.now(),
-            row.trace, row.concurrency_key,
+            row.trace, row.concurrency_key, row.tags, row.meta,
         )  # fmt: skip
         return None if record is None else Job.from_record(record)
 
@@ -184,7 +199,7 @@ class Store(
         job (replaced, or debounced); and whether it is new."""
         record = await self.db.fetchrow(
             self._q.enqueue_unique_replacing, *_values(row), unique_key, hold_seconds,
-            self.clock.now(), row.trace, row.concurrency_key, debounce,
+            self.clock.now(), row.trace, row.concurrency_key, debounce, row.tags, row.meta,
         )  # fmt: skip
         return Job.from_record(record), bool(record["created"])
 
@@ -400,51 +415,6 @@ class Store(
         record = await self.db.fetchrow(self._q.get_job, job_id)
         return None if record is None else Job.from_record(record)
 
-    async def list_jobs(
-        self,
-        *,
-        status: JobStatus | None,
-        types: Sequence[str] | None,
-        queues: Sequence[str] | None,
-        before_id: int | None,
-        limit: int,
-    ) -> list[Job]:
-        """Newest first; ``before_id`` pages on from the last id of the page before.
-        ``types``, ``queues``: None for any."""
-        records = await self.db.fetch(
-            self._q.list_jobs, status, _list(types), _list(queues), before_id, limit
-        )
-        return [Job.from_record(r) for r in records]
-
-    async def jobs_page(
-        self,
-        *,
-        status: JobStatus | None,
-        types: Sequence[str] | None,
-        queues: Sequence[str] | None,
-        created_since: datetime | None,
-        created_before: datetime | None,
-        before_id: int | None,
-        limit: int,
-        due: str | None = None,
-    ) -> list[Job]:
-        """The dashboard's list: as list_jobs, also bounded by creation time. ``due``:
-        "due" (run_at passed), "scheduled" (due later, never tried) or "retrying" (due
-        later, after a failed attempt); None for any."""
-        records = await self.db.fetch(
-            self._q.jobs_page,
-            status,
-            _list(types),
-            _list(queues),
-            created_since,
-            created_before,
-            before_id,
-            limit,
-            due,
-            self.clock.now(),
-        )
-        return [Job.from_record(r) for r in records]
-
     async def queue_waiting(self, *, queue: str, limit: int) -> list[Job]:
         """The first ``limit`` pending jobs of ``queue``: the due ones in the order
         workers claim them, then those due later, soonest first."""
@@ -506,11 +476,14 @@ class Store(
         queue: str | None,
         max_attempts: int | None,
         payload: str | None,
+        tags: list[str] | None = None,
+        meta: str | None = None,
     ) -> Job | None:
-        """The job changed, if it was pending; None leaves a field as it is."""
+        """The job changed, if it was pending; None leaves a field as it is, and tags
+        ``[]`` or metadata ``"{}"`` (JSON text) remove them."""
         record = await self.db.fetchrow(
             self._q.job_update, job_id, run_at, delay_seconds, priority, queue, max_attempts,
-            payload, self.clock.now(),
+            payload, self.clock.now(), None if tags is None else json.dumps(tags), meta,
         )  # fmt: skip
         return None if record is None else Job.from_record(record)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from jobqueue.db.query_base import QueryBase, _columns, _count
+from jobqueue.db.query_base import QueryBase, _columns, _count, _tags_and_meta
 from jobqueue.db.records import (
     Cancelled,
     JobRow,
@@ -34,7 +34,7 @@ class WorkflowQueries(QueryBase):
             self._q.workflow_insert_jobs, *columns, self.clock.now(), [r.trace for r in rows],
             workflow_id, [n.ref for n in nodes], [n.status for n in nodes],
             [n.parents for n in nodes], [n.on_failure for n in nodes], [n.run_if for n in nodes],
-            [r.concurrency_key for r in rows],
+            [r.concurrency_key for r in rows], *_tags_and_meta(rows),
         )  # fmt: skip
         return [r[0] for r in records]
 

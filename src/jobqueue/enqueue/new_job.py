@@ -35,6 +35,24 @@ JobType = Annotated[
     AfterValidator(fields.storable),
 ]
 Payload = Annotated[dict[str, Any], AfterValidator(fields.storable_json)]
+Tags = Annotated[
+    list[
+        Annotated[
+            str,
+            StringConstraints(min_length=1, max_length=fields.TAG_MAX_LENGTH),
+            AfterValidator(fields.storable),
+        ]
+    ],
+    Field(max_length=fields.TAGS_MAX),
+]
+
+
+def _meta(value: dict[str, Any]) -> dict[str, Any]:
+    fields.meta_json(value)  # its size as JSON, and text PostgreSQL can store
+    return value
+
+
+Meta = Annotated[dict[str, Any], AfterValidator(_meta)]
 Int32 = Annotated[int, Field(ge=fields.INT32_MIN, le=fields.INT32_MAX)]
 # Python's JSON parser reads NaN and Infinity: "should be a finite number" names them,
 # where the bounds alone would call NaN "not less than or equal to" the maximum.
@@ -107,6 +125,17 @@ class NewJob(BaseModel):
         "`replace` its payload, priority and run time (200, same id); `debounce` it: its "
         "payload, and a run time of now + `delay_seconds` (200). A running holder is "
         "never changed: `replace` and `debounce` store a new job behind it (201).",
+    )
+
+    tags: Tags | None = Field(
+        default=None,
+        description=f"Up to {fields.TAGS_MAX} tags of up to {fields.TAG_MAX_LENGTH} "
+        "characters, to find the job by (`GET /jobs?tag=`); each is kept once.",
+    )
+    meta: Meta | None = Field(
+        default=None,
+        description=f"A JSON object of up to {fields.META_MAX_BYTES} bytes, to find the job "
+        "by (`GET /jobs?meta.customer=acme`): who or what it is for.",
     )
 
     @model_validator(mode="after")

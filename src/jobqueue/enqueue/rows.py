@@ -62,6 +62,8 @@ class Rows:
             encoded,
             trace,
             self.concurrency_key(resolved.type, encoded, options.get("concurrency_key")),
+            fields.check_tags(options.get("tags")),
+            fields.meta_json(options.get("meta")),
         )
 
     def _resolved(self, type: str, options: BatchOptions) -> JobOptions:

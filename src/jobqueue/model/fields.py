@@ -8,9 +8,10 @@ process never loads pydantic: it costs about 10 MiB of memory per process.
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +24,14 @@ MAX_ATTEMPTS_LIMIT = 1000
 MAX_DELAY_SECONDS = 10 * 365 * 86400
 UNIQUE_KEY_MAX_LENGTH = 255
 CONCURRENCY_KEY_MAX_LENGTH = 255
+# Tags and metadata (docs/search.md): small, as they are stored, indexed and shown with
+# every job that has them.
+TAGS_MAX = 16
+TAG_MAX_LENGTH = 64
+META_MAX_BYTES = 8192
+
+# allow_nan=False: NaN is not JSON, and jsonb would refuse the INSERT.
+_JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 
 _QUEUE = re.compile(QUEUE_PATTERN)
 
@@ -105,6 +114,8 @@ def check_options(
     unique_for: Any = None,
     on_conflict: Any = None,
     concurrency_key: Any = None,
+    tags: Any = None,
+    meta: Any = None,
 ) -> None:
     """Raise ValueError, naming the field, for the first option that breaks a rule."""
     if payload is not None and not isinstance(payload, Mapping):
@@ -143,6 +154,48 @@ def check_options(
         raise ValueError("on_conflict: debounce needs delay_seconds (the quiet time)")
     if concurrency_key is not None:
         check_concurrency_key(concurrency_key)
+    check_tags(tags)
+    meta_json(meta)
+
+
+def check_tags(tags: Any) -> list[str] | None:
+    """A job's tags as stored: each once, in the order given; None for none. ValueError
+    names the field unless they are a list of at most 16 strings of 1 to 64 characters."""
+    if tags is None:
+        return None
+    if isinstance(tags, str | bytes) or not isinstance(tags, Sequence):
+        raise ValueError(f"tags: must be a list of strings, got {tags!r}")
+    if len(tags) > TAGS_MAX:
+        raise ValueError(f"tags: at most {TAGS_MAX}, got {len(tags)}")
+    for tag in tags:
+        if not (isinstance(tag, str) and 1 <= len(tag) <= TAG_MAX_LENGTH):
+            raise ValueError(f"tags: each must be a string of 1 to {TAG_MAX_LENGTH} "
+                             f"characters, got {tag!r}")  # fmt: skip
+        try:
+            storable(tag)
+        except ValueError as exc:
+            raise ValueError(f"tags: {tag!r} {exc}") from None
+    return list(dict.fromkeys(tags)) or None
+
+
+def meta_json(meta: Any) -> str | None:
+    """A job's metadata as the JSON text to store; None for none (or an empty object).
+    ValueError names the field unless it is a JSON object of at most 8 KiB."""
+    if meta is None:
+        return None
+    if not isinstance(meta, Mapping):
+        raise ValueError(f"meta: must be a mapping (a JSON object), got {meta!r}")
+    if not meta:
+        return None
+    storable_json(meta, "meta")
+    try:
+        text = _JSON.encode(meta)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"meta: {exc}") from None
+    size = len(text.encode())
+    if size > META_MAX_BYTES:
+        raise ValueError(f"meta: is {size} bytes as JSON; the limit is {META_MAX_BYTES}")
+    return text
 
 
 def _is_int_in(value: Any, low: int, high: int) -> bool:

@@ -86,6 +86,8 @@ class Job:
                         "updated_at": "2026-11-29T10:00:00.04Z",
                     },
                     "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+                    "tags": ["welcome"],
+                    "meta": {"customer": "acme"},
                 }
             ]
         },
@@ -118,6 +120,10 @@ class Job:
     """The workflow the job belongs to (docs/workflows.md), if any."""
     concurrency_key: str | None = None
     """The key its queue's per-key limits count it under (docs/limits.md), if any."""
+    tags: list[str] = dataclasses.field(default_factory=list)
+    """Its tags, to find it by (docs/search.md); [] if it has none."""
+    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Its metadata, a JSON object to find it by (docs/search.md); {} if it has none."""
 
     @classmethod
     def from_record(cls, record: Any) -> Job:
@@ -131,7 +137,9 @@ class Job:
             payload = {} if payload == "{}" else json.loads(payload)
         if isinstance(result, str):
             result = json.loads(result)
-        trace = record["trace_context"]
+        trace, tags, meta = record["trace_context"], record["tags"], record["meta"]
+        if isinstance(meta, str):
+            meta = json.loads(meta)
         return cls(
             record["id"], record["type"], record["queue"], payload, _STATUSES[record["status"]],
             record["attempts"], record["max_attempts"], record["priority"], record["run_at"],
@@ -140,7 +148,7 @@ class Job:
             record["unique_key"], record["cancel_requested_at"], result,
             None if progress is None else Progress.from_json(progress),
             None if trace is None else trace_id_of(trace), record["workflow_id"],
-            record["concurrency_key"],
+            record["concurrency_key"], [] if tags is None else tags, {} if meta is None else meta,
         )  # fmt: skip
 
 

@@ -6,9 +6,10 @@ column, its check in jobqueue.model.fields, and a line here."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
     from datetime import datetime
 
 
@@ -22,6 +23,8 @@ class BatchOptions(TypedDict, total=False):
     run_at: datetime | None  # with a time zone; or:
     delay_seconds: float | None
     concurrency_key: str | None  # else its task's payload field gives it (docs/limits.md)
+    tags: Sequence[str] | None  # at most 16, of at most 64 characters (docs/search.md)
+    meta: Mapping[str, Any] | None  # a JSON object of at most 8 KiB (docs/search.md)
 
 
 class EnqueueOptions(BatchOptions, total=False):

@@ -36,6 +36,8 @@ class ScheduleInfo:
                     "payload": {"format": "pdf"},
                     "queue": None,
                     "priority": None,
+                    "tags": ["reports"],
+                    "meta": {"team": "finance"},
                     "missed": "skip",
                     "enabled": True,
                     "source": "api",
@@ -68,6 +70,10 @@ class ScheduleInfo:
     last_job: LastJob | None
     created_at: datetime
     updated_at: datetime
+    tags: list[str] = dataclasses.field(default_factory=list)
+    """Its jobs' tags (docs/search.md)."""
+    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Its jobs' metadata (docs/search.md)."""
 
     @property
     def timing(self) -> Timing:
@@ -99,6 +105,8 @@ class ScheduleInfo:
             last_job=None if last_job is None else LastJob(last_job, r["last_job_status"]),
             created_at=r["created_at"],
             updated_at=r["updated_at"],
+            tags=r["tags"] or [],
+            meta={} if r["meta"] is None else json.loads(r["meta"]),
         )
 
 
@@ -122,6 +130,10 @@ def options_of(schedule: ScheduleInfo) -> BatchOptions:
         options["queue"] = schedule.queue
     if schedule.priority is not None:
         options["priority"] = schedule.priority
+    if schedule.tags:
+        options["tags"] = schedule.tags
+    if schedule.meta:
+        options["meta"] = schedule.meta
     return options
 
 

@@ -10,7 +10,7 @@ leader would write the code's definition back.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from jobqueue import audit, observability
@@ -33,7 +33,7 @@ from jobqueue.model.schedules import (
 
 # What PATCH may change; `name` is the schedule's identity and `source` is not a choice.
 FIELDS = ("type", "cron", "every", "timezone", "payload", "queue", "priority", "missed",
-          "enabled")  # fmt: skip
+          "enabled", "tags", "meta")  # fmt: skip
 # A page of GET /schedules at most.
 MAX_PAGE = 1000
 
@@ -59,11 +59,14 @@ class Schedules:
         priority: int | None = None,
         missed: str = "skip",
         enabled: bool = True,
+        tags: Sequence[str] | None = None,
+        meta: Mapping[str, Any] | None = None,
         by: Actor | None = None,
     ) -> ScheduleInfo:
-        """A schedule that enqueues a job of ``type`` with ``payload`` at every tick of
-        ``cron`` (read in ``timezone``) or ``every`` ("30s", "5m", "2h"). ValueError
-        names a field that breaks a rule; ScheduleConflict: the name is taken."""
+        """A schedule that enqueues a job of ``type`` with ``payload`` (and ``tags`` and
+        ``meta``) at every tick of ``cron`` (read in ``timezone``) or ``every`` ("30s",
+        "5m", "2h"). ValueError names a field that breaks a rule; ScheduleConflict: the
+        name is taken."""
         store = await self._store()
         async with store.transaction() as tx:
             now = await tx.clock_now()
@@ -71,7 +74,7 @@ class Schedules:
                 dict(
                     name=check_name(name), type=type, cron=cron, every=every, timezone=timezone,
                     payload=dict(payload or {}), queue=queue, priority=priority, missed=missed,
-                    enabled=enabled,
+                    enabled=enabled, tags=tags, meta=meta,
                 ),
                 now,
             )  # fmt: skip
@@ -185,6 +188,7 @@ class Schedules:
             raise ValueError(f"missed: {missed!r} is not one of skip, once, all")
         payload = given["payload"]
         options = {k: given[k] for k in ("queue", "priority") if given[k] is not None}
+        options.update((k, given[k]) for k in ("tags", "meta") if given[k])
         type_ = fields.check_type(given["type"])
         if payload is not None:  # None: a code schedule's, its tick
             self.rows().row(type_, payload, options)  # type: ignore[arg-type]
@@ -203,6 +207,8 @@ class Schedules:
             missed=str(missed),
             enabled=bool(given["enabled"]),
             next_run_at=current.next_run_at if kept and current else timing.first(now),
+            tags=fields.check_tags(given["tags"]),
+            meta=dict(given["meta"]) if given["meta"] else None,
         )
 
     @staticmethod

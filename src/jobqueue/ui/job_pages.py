@@ -18,10 +18,10 @@ from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse
 
 from jobqueue.auth import access, session
+from jobqueue.model import search
 from jobqueue.model.job import (
     FINAL_STATES,
     RETRYABLE_STATES,
-    Job,
     JobStatus,
 )
 from jobqueue.model.tokens import Principal, Scope
@@ -34,7 +34,7 @@ from jobqueue.workflows.model import Workflow
 # take "bulk" as a job id (and answer 422), since FastAPI tries them as registered.
 router = APIRouter()
 PAGE_SIZE = 50
-# The State filter's views of pending jobs by when they run (jobs_page.sql).
+# The State filter's views of pending jobs by when they run (jobs_search.sql).
 DUE_VIEWS = {
     "due": "pending, due now",
     "scheduled": "pending, scheduled for later",
@@ -89,7 +89,18 @@ def _filters(request: Request) -> dict[str, Any]:
         "until": _time("until", q.get("until")),
         "after": _int("after", q.get("after")),
         "id": _int("id", q.get("id")),
+        "q": q.get("q") or None,
+        "terms": _terms(q.get("q")),
     }
+
+
+def _terms(raw: str | None) -> search.Terms | None:
+    if not raw:
+        return None
+    try:
+        return search.parse_terms(raw)
+    except ValueError as exc:
+        raise BadFilter("search", str(exc).removeprefix("search: ")) from None
 
 
 def _query(**params: Any) -> str:
@@ -110,27 +121,30 @@ async def jobs(request: Request) -> Response:
     if f["since"] is not None and f["until"] is not None and f["since"] >= f["until"]:
         message = "until: must be after since"
         return render(request, "error.html", who, 422, live=False, message=message)
-    found: list[Job] = []
+    terms: search.Terms | None = f["terms"]
+    if terms is not None and terms.payload is not None and not who.has(Scope.PAYLOADS):
+        message = "search: payload terms need the payloads scope"
+        return render(request, "error.html", who, 403, live=False, message=message)
+    page = search.JobPage([], None)
     scope = access.reach(who, queue=f["queue"], type=f["type"])
     if scope is not None:
-        found = await jq.inspect.jobs_page(
-            status=f["status"],
-            types=scope[1],
-            queues=scope[0],
-            created_since=f["since"],
-            created_before=f["until"],
-            before_id=f["after"],
-            limit=PAGE_SIZE,
-            due=f["due"],
-        )
-    base = {"status": f["due"] or f["status"], "queue": f["queue"], "type": f["type"]}
+        where = search.JobFilter(
+            f["status"], scope[1], scope[0],
+            terms.tags if terms else None, terms.meta if terms else None,
+            terms.payload if terms else None, f["since"], f["until"], f["due"],
+        )  # fmt: skip
+        page = await jq.inspect.jobs(where, after=f["after"], limit=PAGE_SIZE)
+    found = page.jobs
+    base = {"status": f["due"] or f["status"], "queue": f["queue"], "type": f["type"],
+            "q": f["q"]}  # fmt: skip
     raw = request.query_params
     timed = {"since": raw.get("since"), "until": raw.get("until")}
     may_control = who.has(Scope.CONTROL)
     bulk_links = {}
     # A bulk action filters by state, queue and type only: not by time, nor by when
     # a pending job is due.
-    if may_control and f["since"] is None and f["until"] is None and f["due"] is None:
+    if may_control and f["since"] is None and f["until"] is None and f["due"] is None \
+            and f["q"] is None:  # fmt: skip
         for action in bulk.ACTIONS:
             if bulk.statuses(action, f["status"]):
                 bulk_links[action] = _query(action=action, **base)
@@ -145,7 +159,9 @@ async def jobs(request: Request) -> Response:
         due_views=DUE_VIEWS,
         state_choice=base["status"] or "",
         queue_names=[q.name for q in access.queues_shown(await jq.queues(), who)],
-        next_query=_query(after=found[-1].id, **base, **timed) if len(found) == PAGE_SIZE else None,
+        next_query=_query(after=page.next_after, **base, **timed) if page.next_after else None,
+        truncated=page.truncated,
+        scan_limit=search.PAYLOAD_SCAN_ROWS,
         first_query=_query(**base, **timed) if f["after"] is not None else None,
         may_control=may_control,
         bulk_links=bulk_links,

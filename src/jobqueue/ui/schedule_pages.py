@@ -105,9 +105,11 @@ async def _reachable(request: Request, who: Principal) -> list[ScheduleInfo]:
 
 def _definition(fields: dict[str, list[str]], *, editing: bool = False) -> dict[str, Any]:
     """The form as the API's body. A timing is the field filled in of the two; on an
-    edit, an empty queue or priority goes back to the default."""
+    edit, an empty queue or priority goes back to the default, and empty tags or
+    metadata remove them."""
     text = {k: (first(fields, k) or "").strip() for k in (
-        "cron", "every", "timezone", "payload", "queue", "priority", "missed")}  # fmt: skip
+        "cron", "every", "timezone", "payload", "queue", "priority", "missed", "tags",
+        "meta")}  # fmt: skip
     body: dict[str, Any] = {}
     if text["cron"]:
         body["cron"] = text["cron"]
@@ -129,4 +131,11 @@ def _definition(fields: dict[str, list[str]], *, editing: bool = False) -> dict[
             body["priority"] = int(text["priority"]) if text["priority"] else None
         except ValueError:
             raise HTTPException(422, detail="priority: a whole number") from None
+    if text["tags"] or editing:
+        body["tags"] = [t.strip() for t in text["tags"].split(",") if t.strip()] or None
+    if text["meta"] or editing:
+        try:
+            body["meta"] = json.loads(text["meta"]) if text["meta"] else None
+        except json.JSONDecodeError as exc:
+            raise HTTPException(422, detail=f"meta: not JSON: {exc}") from None
     return body

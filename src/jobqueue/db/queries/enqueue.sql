@@ -3,8 +3,9 @@
 -- $8 is "now": NULL for the database's clock, a time for a test's (db/store.py).
 -- $9 is the enqueuer's trace context (JSON), or NULL.
 -- $10 is the job's concurrency key (migration 0020), or NULL.
+-- $11, $12: its tags and metadata (migration 0030), or NULL for none.
 INSERT INTO {schema}.jobs (type, queue, payload, priority, max_attempts, run_at, trace_context,
-                           concurrency_key)
+                           concurrency_key, tags, meta)
 VALUES ($1, $2, $3, $4, $5, COALESCE($6, COALESCE($8::timestamptz, now()) + make_interval(secs => COALESCE($7::float8, 0))),
-        $9::jsonb, $10::text)
+        $9::jsonb, $10::text, $11::text[], $12::jsonb)
 RETURNING *

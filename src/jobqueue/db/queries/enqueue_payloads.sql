@@ -4,11 +4,12 @@
 -- $8 is "now": NULL for the database's clock, a time for a test's (db/store.py).
 -- $9 is the enqueuer's trace context (JSON), the same for every job, or NULL.
 -- $10: each job's concurrency key (migration 0020), or NULL for none.
+-- $11, $12: the tags and metadata of every job (migration 0030), or NULL.
 INSERT INTO {schema}.jobs (type, queue, payload, priority, max_attempts, run_at, trace_context,
-                           concurrency_key)
+                           concurrency_key, tags, meta)
 SELECT $1, $2, n.payload::jsonb, $4, $5,
        COALESCE($6, COALESCE($8::timestamptz, now()) + make_interval(secs => COALESCE($7::float8, 0))),
-       $9::jsonb, n.key
+       $9::jsonb, n.key, $11::text[], $12::jsonb
 FROM unnest($3::text[], $10::text[]) WITH ORDINALITY AS n(payload, key, ord)
 ORDER BY n.ord
 RETURNING id

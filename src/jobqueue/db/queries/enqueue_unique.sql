@@ -10,6 +10,7 @@
 -- $10 is "now": NULL for the database's clock, a time for a test's (db/store.py).
 -- $11 is the enqueuer's trace context (JSON), or NULL.
 -- $12 is the job's concurrency key (migrations 0020, 0021), or NULL.
+-- $13, $14: its tags and metadata (migration 0030), or NULL.
 SELECT *
 FROM {schema}.enqueue_unique($1, $2, $3::jsonb, $4, $5, $6, $7::float8, $8, $9,
-                             $10::timestamptz, $11::jsonb, $12::text)
+                             $10::timestamptz, $11::jsonb, $12::text, $13::text[], $14::jsonb)

@@ -1,0 +1,44 @@
+-- A page of jobs, newest first (GET /jobs, the dashboard, `jobqueue jobs list`), by the
+-- keyset cursor $6 (the last id of the page before): never an OFFSET. Filtered by state
+-- ($1), types ($2), queues ($3), created at or after $4 and before $5, tags ($10: all
+-- of them), metadata ($11: an object it contains) and payload ($13) (NULL: any). $8
+-- narrows pending jobs by when they run: 'due' (run_at passed), 'scheduled' (due later,
+-- never tried), 'retrying' (due later, after a failed attempt); NULL: any. $9 is "now":
+-- NULL for the database's clock, a time for a test's (db/store.py).
+--
+-- Run with a plan made for its values (plan_per_execution.sql): a NULL filter then
+-- drops out of the plan, a tag or metadata filter can use its GIN index (migration
+-- 0030), and the planner weighs how many jobs the value matches: a common tag is read
+-- along the primary key downwards, a rare one from its index.
+--
+-- The payload has no index: a payload filter ($13) is applied to at most $12 jobs that
+-- match the rest, newest first, and the row after those, numbered $12 + 1, comes back
+-- whatever its payload, to say the scan stopped there (model/search.py). Up to $7 + 1 rows:
+-- the one after the page says that there is a next page.
+SELECT s.*
+FROM (
+    SELECT j.*, row_number() OVER (ORDER BY j.id DESC) AS scanned
+    FROM (
+        SELECT *
+        FROM {schema}.jobs
+        WHERE ($1::text IS NULL OR status = $1)
+          AND ($2::text[] IS NULL OR type = ANY($2))
+          AND ($3::text[] IS NULL OR queue = ANY($3))
+          AND ($4::timestamptz IS NULL OR created_at >= $4)
+          AND ($5::timestamptz IS NULL OR created_at < $5)
+          AND ($6::bigint IS NULL OR id < $6)
+          AND CASE $8::text
+                  WHEN 'due' THEN run_at <= COALESCE($9::timestamptz, now())
+                  WHEN 'scheduled' THEN run_at > COALESCE($9::timestamptz, now()) AND attempts = 0
+                  WHEN 'retrying' THEN run_at > COALESCE($9::timestamptz, now()) AND attempts > 0
+                  ELSE true
+              END
+          AND ($10::text[] IS NULL OR tags @> $10)
+          AND ($11::jsonb IS NULL OR meta @> $11)
+        ORDER BY id DESC
+        LIMIT $12::integer + 1
+    ) AS j
+) AS s
+WHERE s.scanned > $12::integer OR $13::jsonb IS NULL OR s.payload @> $13
+ORDER BY s.id DESC
+LIMIT $7::integer + 1

@@ -1,0 +1,157 @@
+"""Tags, metadata and search (docs/search.md) from Python: what is stored and shown, the
+filters, the payload filter's bound and its cursor, and the indexes the search uses."""
+
+from __future__ import annotations
+
+import json
+
+import asyncpg
+import pytest
+
+from jobqueue.app import JobQueue
+from jobqueue.model import search
+from jobqueue.model.search import JobFilter
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_tags_and_meta_are_stored_on_every_path_and_shown(jq: JobQueue) -> None:
+    one = await jq.enqueue("t", {"n": 1}, tags=["import", "import", "nightly"],
+                           meta={"customer": "acme", "user_id": 42})  # fmt: skip
+    assert (one.tags, one.meta) == (["import", "nightly"], {"customer": "acme", "user_id": 42})
+    plain = await jq.enqueue("t", {"n": 2})
+    assert (plain.tags, plain.meta) == ([], {})
+    many = await jq.enqueue_many("t", [{"n": 3}, {"n": 4}], tags=["bulk"], meta={"batch": 7})
+    for job_id in many:
+        job = await jq.get(job_id)
+        assert job is not None
+        assert (job.tags, job.meta) == (["bulk"], {"batch": 7})
+    # A unique holder replaced takes the new tags; one not given keeps its metadata.
+    held = await jq.enqueue("t", {"n": 5}, unique_key="k", tags=["a"], meta={"m": 1})
+    again = await jq.enqueue("t", {"n": 6}, unique_key="k", on_conflict="replace", tags=["b"])
+    assert (again.id, again.tags, again.meta, again.payload) == (held.id, ["b"], {"m": 1}, {"n": 6})
+
+    changed = await jq.update_job(plain.id, tags=["later"], meta={"who": "ops"})
+    assert (changed.tags, changed.meta) == (["later"], {"who": "ops"})
+    cleared = await jq.update_job(plain.id, tags=[], meta={})
+    assert (cleared.tags, cleared.meta) == ([], {})
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"tags": ["x"] * 17}, "tags"),
+        ({"tags": ["y" * 65]}, "tags"),
+        ({"tags": "import"}, "tags"),
+        ({"tags": [""]}, "tags"),
+        ({"meta": {"big": "z" * 9000}}, "meta"),
+        ({"meta": ["not", "an", "object"]}, "meta"),
+        ({"meta": {"n": float("nan")}}, "meta"),
+    ],
+)
+async def test_bad_tags_and_meta_are_refused_naming_the_field(
+    jq: JobQueue, options: dict[str, object], field: str
+) -> None:
+    with pytest.raises(ValueError, match=rf"^{field}"):
+        await jq.enqueue("t", {}, **options)  # type: ignore[arg-type]
+    assert await jq.list() == []
+
+
+async def test_filters_combine_and_read_values_as_json(jq: JobQueue) -> None:
+    a = await jq.enqueue("t", {"user": {"id": 42}}, tags=["import", "eu"],
+                         meta={"customer": "acme", "user_id": 42})  # fmt: skip
+    b = await jq.enqueue("t", {"user": {"id": "42"}}, tags=["import"],
+                         meta={"customer": "acme", "user_id": "42"})  # fmt: skip
+    c = await jq.enqueue("u", {"user": {"id": 7}}, meta={"customer": "globex"})
+
+    async def ids(**filters: object) -> list[int]:
+        return [j.id for j in await jq.list(**filters)]  # type: ignore[arg-type]
+
+    assert await ids(tag="import") == [b.id, a.id]
+    assert await ids(tag=["import", "eu"]) == [a.id]
+    assert await ids(meta={"customer": "acme"}) == [b.id, a.id]
+    assert await ids(meta=search.containment([("user_id", "42")], "meta")) == [a.id]
+    assert await ids(meta=search.containment([("user_id", '"42"')], "meta")) == [b.id]
+    assert await ids(payload=search.containment([("user.id", "7")], "payload")) == [c.id]
+    assert await ids(tag="import", type="u") == []
+    assert await ids(meta={"customer": "globex"}, type="u") == [c.id]
+
+
+def test_search_terms_are_read_as_the_docs_say() -> None:
+    terms = search.parse_terms('tag:import,eu customer="acme corp" meta.n=1 payload.user.id=42')
+    assert terms.tags == ["import", "eu"]
+    assert terms.meta == {"customer": "acme corp", "n": 1}
+    assert terms.payload == {"user": {"id": 42}}
+    for bad, message in [("customer", "not a term"), ("a=1 a=2", "given twice"),
+                         ("a.b=1 a=2", "given twice"), ("tag:" + "x" * 65, "tag:"),
+                         ('q="open', "search")]:  # fmt: skip
+        with pytest.raises(ValueError, match=message):
+            search.parse_terms(bad)
+    assert search.value_of("NaN") == "NaN"
+    assert search.value_of("007") == "007"
+    assert search.value_of("true") is True
+    assert search.value_of("null") is None
+
+
+async def test_a_payload_filter_stops_at_its_bound_and_its_cursor_reads_on(
+    jq: JobQueue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search, "PAYLOAD_SCAN_ROWS", 5)
+    wanted = await jq.enqueue("t", {"k": "x"})
+    others = await jq.enqueue_many("t", [{"k": "y"}] * 6)
+    newest = await jq.enqueue("t", {"k": "x"})
+    where = JobFilter(payload={"k": "x"})
+
+    first = await jq.inspect.jobs(where, limit=10)
+    assert [j.id for j in first.jobs] == [newest.id]
+    assert first.truncated
+    # The sixth job read is where the next search starts, whatever its payload.
+    assert first.next_after == others[1] + 1
+    second = await jq.inspect.jobs(where, after=first.next_after, limit=10)
+    assert ([j.id for j in second.jobs], second.truncated, second.next_after) == (
+        [wanted.id], False, None
+    )  # fmt: skip
+    # Without a payload filter there is no bound; a full page says a next one exists.
+    page = await jq.inspect.jobs(JobFilter(), limit=7)
+    assert (len(page.jobs), page.truncated, page.next_after) == (7, False, page.jobs[-1].id)
+    rest = await jq.inspect.jobs(JobFilter(), after=page.next_after, limit=7)
+    assert ([j.id for j in rest.jobs], rest.next_after) == ([wanted.id], None)
+
+
+async def test_tag_and_meta_filters_use_their_indexes(jq: JobQueue, db: asyncpg.Connection) -> None:
+    schema = jq.settings.schema
+    await db.execute(
+        f"""INSERT INTO "{schema}".jobs (type, queue, payload, tags, meta)
+            SELECT 't', 'default', '{{}}',
+                   CASE WHEN g % 2 = 0 THEN ARRAY['common'] ELSE ARRAY['rare-' || g] END,
+                   jsonb_build_object('customer', 'c' || g)
+            FROM generate_series(1, 20000) AS g"""
+    )
+    await db.execute(f'ANALYZE "{schema}".jobs')
+    store = await jq.store()
+
+    async def plan(where: JobFilter) -> str:
+        async with store.transaction() as tx:
+            await tx.plan_per_execution()
+            rows = await tx.db.fetch(
+                "EXPLAIN " + tx._q.jobs_search, None, None, None, None, None, None, 50, None,
+                None, where.tags, search_json(where.meta), None, None,
+            )  # fmt: skip
+        return "\n".join(r[0] for r in rows)
+
+    rare = await plan(JobFilter(tags=["rare-7"]))
+    assert "jobs_tags_idx" in rare, rare
+    assert "Seq Scan" not in rare, rare
+    meta = await plan(JobFilter(meta={"customer": "c7"}))
+    assert "jobs_meta_idx" in meta, meta
+    assert "Seq Scan" not in meta, meta
+    # Half the jobs carry it: newest first along the primary key, a page and no more.
+    common = await plan(JobFilter(tags=["common"]))
+    assert "jobs_pkey" in common, common
+    assert "jobs_tags_idx" not in common, common
+    found = await jq.list(tag="rare-7")
+    assert [j.tags for j in found] == [["rare-7"]]
+
+
+def search_json(value: object) -> str | None:
+    return None if value is None else json.dumps(value)
