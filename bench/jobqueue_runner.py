@@ -82,6 +82,10 @@ METRICS = os.environ.get("JQBENCH_METRICS") == "1"
 MIXED_QUEUES = ("default", "mail=400", "reports=200", "bulk")
 WORKFLOW = os.environ.get("JQBENCH_WORKFLOW")
 TYPES = os.environ.get("JQBENCH_TYPES")  # "50": that many tasks; "any": every type claimed
+# Tags and meta on every job enqueued (the *_tagged workloads): what they cost, against
+# the same workload with neither set, run right after it in every round.
+TAGS = ["bench", "customer:acme"] if os.environ.get("JQBENCH_TAGGED") == "1" else None
+META = {"customer": "acme", "user_id": 42} if TAGS else None
 
 
 class JobqueueAdapter(harness.Adapter):
@@ -122,7 +126,11 @@ class JobqueueAdapter(harness.Adapter):
         )
 
     async def enqueue_one(self, seq: int | None) -> None:
-        await self.jq.enqueue("bench", None if seq is None else {"seq": seq})
+        payload = None if seq is None else {"seq": seq}
+        if TAGS is None:
+            await self.jq.enqueue("bench", payload)
+        else:
+            await self.jq.enqueue("bench", payload, tags=TAGS, meta=META)
 
     async def open_concurrent(self, clients: int) -> None:
         # Open the connections concurrent calls use now, not inside the timed part (the
@@ -133,7 +141,10 @@ class JobqueueAdapter(harness.Adapter):
             await pool.release(conn)
 
     async def enqueue_batch(self, count: int) -> None:
-        await self.jq.enqueue_many("bench", [{}] * count)
+        if TAGS is None:
+            await self.jq.enqueue_many("bench", [{}] * count)
+        else:
+            await self.jq.enqueue_many("bench", [{}] * count, tags=TAGS, meta=META)
 
     async def fill(self, count: int) -> None:
         if WORKFLOW:
@@ -492,6 +503,10 @@ if __name__ == "__main__":
         os.environ["JQBENCH_TYPES"] = "50" if sys.argv[1] == "drain_50types" else "any"
         TYPES = os.environ["JQBENCH_TYPES"]
         sys.argv[1] = "drain"
+    if sys.argv[1] in ("drain_tagged", "enqueue_concurrent_tagged"):
+        os.environ["JQBENCH_TAGGED"] = "1"
+        TAGS, META = ["bench", "customer:acme"], {"customer": "acme", "user_id": 42}
+        sys.argv[1] = sys.argv[1].removesuffix("_tagged")
     if sys.argv[1:2] == ["drain_mixed"]:
         os.environ["JQBENCH_MIXED"] = "1"
         MIXED = True

@@ -85,6 +85,13 @@ def workloads(scale: float) -> list[Workload]:
         Workload("enqueue_concurrent_pgbouncer", "enqueue_concurrent_pgbouncer",
                  ("--n", n(10_000), "--clients", "16"), "rate", "jobs/s",
                  jobqueue_only=True, named_only=True),
+        # Every job with two tags and a meta object (issue 28's cost of tags and meta),
+        # run right after the untagged ones in every round.
+        Workload("enqueue_concurrent_tagged", "enqueue_concurrent_tagged",
+                 ("--n", n(10_000), "--clients", "16"), "rate", "jobs/s",
+                 jobqueue_only=True, named_only=True),
+        Workload("drain_1proc_tagged", "drain_tagged", ("--n", n(50_000), "--processes", "1"),
+                 "rate", "jobs/s", jobqueue_only=True, named_only=True),
         Workload("drain_2proc", "drain", ("--n", n(50_000), "--processes", "2"), "rate", "jobs/s"),
         Workload("cpu_1proc", "drain", ("--n", n(20_000), "--processes", "1", "--cpu-ms", "1"),
                  "rate", "jobs/s"),
@@ -301,6 +308,8 @@ ROUND_RATIOS = (
     ("drain_1proc_1M_history_ratio", "drain_1proc_1M_history", "drain_1proc"),
     ("drain_1proc_pgbouncer_ratio", "drain_1proc_pgbouncer", "drain_1proc"),
     ("enqueue_concurrent_pgbouncer_ratio", "enqueue_concurrent_pgbouncer", "enqueue_concurrent"),
+    ("enqueue_concurrent_tagged_ratio", "enqueue_concurrent_tagged", "enqueue_concurrent"),
+    ("drain_1proc_tagged_ratio", "drain_1proc_tagged", "drain_1proc"),
     ("workflow_fanout_ratio", "workflow_fanout", "drain_1proc"),
     ("workflow_chain_ratio", "workflow_chain", "drain_1proc"),
 )

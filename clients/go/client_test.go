@@ -188,6 +188,7 @@ func TestEnqueueSendsItsOptions(t *testing.T) {
 	job, err := quick(srv.URL).Enqueue(context.Background(), "resize", map[string]int{"w": 1}, &EnqueueOptions{
 		Queue: "images", Priority: Priority(0), MaxAttempts: 5, RunAt: at, UniqueKey: "u",
 		ConcurrencyKey: "k", IdempotencyKey: `order "7"`, TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		Tags: []string{"import"}, Meta: map[string]any{"customer": "acme"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -198,6 +199,7 @@ func TestEnqueueSendsItsOptions(t *testing.T) {
 	want := map[string]any{
 		"type": "resize", "payload": map[string]any{"w": 1.0}, "queue": "images", "priority": 0.0,
 		"max_attempts": 5.0, "run_at": "2026-12-04T15:00:00Z", "unique_key": "u", "concurrency_key": "k",
+		"tags": []any{"import"}, "meta": map[string]any{"customer": "acme"},
 	}
 	gotJSON, _ := json.Marshal(got)
 	wantJSON, _ := json.Marshal(want)

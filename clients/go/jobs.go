@@ -52,6 +52,11 @@ type Job struct {
 	WorkflowID     int64     `json:"workflow_id,omitempty"`
 	ConcurrencyKey string    `json:"concurrency_key,omitempty"`
 
+	// Tags and Meta: its tags and metadata object (docs/search.md), stored and
+	// claimed jobs alike; empty when none were set.
+	Tags []string                   `json:"tags,omitempty"`
+	Meta map[string]json.RawMessage `json:"meta,omitempty"`
+
 	// Created: Enqueue stored it now (201), rather than answering with the holder
 	// of its unique key or the job of its Idempotency-Key (200).
 	Created bool `json:"-"`
@@ -112,6 +117,10 @@ type EnqueueOptions struct {
 	UniqueKey        string
 	UniqueForSeconds float64
 	ConcurrencyKey   string // the key its queue's key limits count it under
+	// Tags (at most 16, each 1 to 64 characters) and Meta (an object of at most
+	// 8 KiB as JSON): what GET /jobs?tag=...&meta.KEY=VALUE finds it by.
+	Tags []string
+	Meta map[string]any
 	// IdempotencyKey is sent as the Idempotency-Key header: a retry of the same
 	// request gets the job the first one stored, never a second job. With it, every
 	// transient failure of the enqueue is retried; without it, only those where
@@ -136,6 +145,8 @@ type newJob struct {
 	UniqueKey      string          `json:"unique_key,omitempty"`
 	UniqueFor      *float64        `json:"unique_for,omitempty"`
 	ConcurrencyKey string          `json:"concurrency_key,omitempty"`
+	Tags           []string        `json:"tags,omitempty"`
+	Meta           map[string]any  `json:"meta,omitempty"`
 }
 
 // Enqueue stores a job of type jobType with payload (anything that encodes to a
@@ -146,7 +157,8 @@ func (c *Client) Enqueue(ctx context.Context, jobType string, payload any, opts 
 	}
 	body := newJob{
 		Type: jobType, Queue: opts.Queue, Priority: opts.Priority, MaxAttempts: opts.MaxAttempts,
-		UniqueKey: opts.UniqueKey, ConcurrencyKey: opts.ConcurrencyKey,
+		UniqueKey: opts.UniqueKey, ConcurrencyKey: opts.ConcurrencyKey, Tags: opts.Tags,
+		Meta: opts.Meta,
 	}
 	if payload != nil {
 		raw, err := json.Marshal(payload)

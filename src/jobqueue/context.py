@@ -14,8 +14,9 @@ A handler that takes a second parameter receives it:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from jobqueue.logs import get_logger
@@ -28,6 +29,9 @@ class JobLog(Protocol):
     closed: bool
 
     def __call__(self, logger: Any, method: str, event: MutableMapping[str, Any]) -> Any: ...
+
+
+NO_META: Mapping[str, Any] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +54,15 @@ class JobContext:
     failed_parents: tuple[str, ...] = ()
     """The refs of the parents that did not complete (run_if "finished" or "failed",
     or a parent whose on_failure is "continue")."""
+    tags: tuple[str, ...] = ()
+    """The job's tags as it was claimed (docs/search.md)."""
+    _meta: Mapping[str, Any] | None = None
+
+    @property
+    def meta(self) -> Mapping[str, Any]:
+        """The job's metadata object as it was claimed; read-only here (a pending job's
+        is changed with PATCH /jobs/{id}, docs/job-edits.md)."""
+        return NO_META if self._meta is None else self._meta
 
     @property
     def parent_result(self) -> Any:

@@ -49,13 +49,15 @@ async def test_a_claimed_job_completes_with_its_result(
     base, _ = api
     token = await make_token(db, schema, "ts-worker", WORK)
     async with httpx.AsyncClient(base_url=base) as client:
-        job_id = await enqueue(client, token, queue="images", payload={"path": "a.png"})
+        job_id = await enqueue(client, token, queue="images", payload={"path": "a.png"},
+                               tags=["thumb"], meta={"user": 7})  # fmt: skip
         answer = await claim(client, token, max=10, types=["resize"])
         assert answer.status_code == 200, answer.text
         [job] = answer.json()["jobs"]
         assert (job["id"], job["type"], job["queue"], job["payload"]) == (
             job_id, "resize", "images", {"path": "a.png"}
         )  # fmt: skip
+        assert (job["tags"], job["meta"]) == (["thumb"], {"user": 7})
         assert (job["attempt"], job["max_attempts"], job["parent_results"]) == (1, 3, None)
         workers = (await client.get("/workers", headers=auth(token))).json()
         [worker] = [w for w in workers if w["id"] == "http:ts-worker:w1"]

@@ -4,13 +4,16 @@ filters, the payload filter's bound and its cursor, and the indexes the search u
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import asyncpg
 import pytest
 
 from jobqueue.app import JobQueue
+from jobqueue.context import JobContext
 from jobqueue.model import search
 from jobqueue.model.search import JobFilter
+from tests.integration.conftest import StartWorker
 
 pytestmark = pytest.mark.anyio
 
@@ -123,9 +126,10 @@ async def test_tag_and_meta_filters_use_their_indexes(jq: JobQueue, db: asyncpg.
     await db.execute(
         f"""INSERT INTO "{schema}".jobs (type, queue, payload, tags, meta)
             SELECT 't', 'default', '{{}}',
-                   CASE WHEN g % 2 = 0 THEN ARRAY['common'] ELSE ARRAY['rare-' || g] END,
+                   CASE WHEN g % 10 = 0 THEN ARRAY['common'] WHEN g = 7 THEN ARRAY['rare-7']
+                        ELSE ARRAY['batch-' || g % 500] END,
                    jsonb_build_object('customer', 'c' || g)
-            FROM generate_series(1, 20000) AS g"""
+            FROM generate_series(1, 50000) AS g"""
     )
     await db.execute(f'ANALYZE "{schema}".jobs')
     store = await jq.store()
@@ -135,7 +139,7 @@ async def test_tag_and_meta_filters_use_their_indexes(jq: JobQueue, db: asyncpg.
             await tx.plan_per_execution()
             rows = await tx.db.fetch(
                 "EXPLAIN " + tx._q.jobs_search, None, None, None, None, None, None, 50, None,
-                None, where.tags, search_json(where.meta), None, None,
+                None, where.tags, search_json(where.meta), 50, None,  # as jobs_search sends
             )  # fmt: skip
         return "\n".join(r[0] for r in rows)
 
@@ -145,7 +149,8 @@ async def test_tag_and_meta_filters_use_their_indexes(jq: JobQueue, db: asyncpg.
     meta = await plan(JobFilter(meta={"customer": "c7"}))
     assert "jobs_meta_idx" in meta, meta
     assert "Seq Scan" not in meta, meta
-    # Half the jobs carry it: newest first along the primary key, a page and no more.
+    # One job in ten carries it: newest first along the primary key, a page and no more
+    # (read from its index, all 5,000 would be fetched and sorted).
     common = await plan(JobFilter(tags=["common"]))
     assert "jobs_pkey" in common, common
     assert "jobs_tags_idx" not in common, common
@@ -155,3 +160,34 @@ async def test_tag_and_meta_filters_use_their_indexes(jq: JobQueue, db: asyncpg.
 
 def search_json(value: object) -> str | None:
     return None if value is None else json.dumps(value)
+
+
+async def test_a_handler_sees_its_jobs_tags_and_meta(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    seen: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {}
+
+    @jq.task("look", queue="plain")
+    async def look(payload: dict[str, Any], ctx: JobContext) -> None:
+        seen[payload["name"]] = (ctx.tags, dict(ctx.meta))
+
+    await jq.set_limits("limited", global_limit=5)  # claimed by claim_limited.sql
+    jobs = [
+        (await jq.enqueue("look", {"name": "tagged"}, tags=["a"], meta={"customer": "acme"})).id,
+        (await jq.enqueue("look", {"name": "plain"})).id,
+        (await jq.enqueue("look", {"name": "limited"}, queue="limited", tags=["slow"])).id,
+    ]
+    wf = jq.workflow("w")  # the child is handed over by its parent's completion
+    parent = wf.add("look", {"name": "parent"}, ref="p")
+    wf.add("look", {"name": "child"}, ref="c", depends_on=[parent], meta={"step": 2})
+    jobs += (await wf.enqueue()).jobs.values()
+    await start_worker(queues=("plain", "limited"))
+    for job_id in jobs:
+        await jq.wait(job_id, timeout=30)
+    assert seen == {
+        "tagged": (("a",), {"customer": "acme"}),
+        "plain": ((), {}),
+        "limited": (("slow",), {}),
+        "parent": ((), {}),
+        "child": ((), {"step": 2}),
+    }

@@ -1473,6 +1473,18 @@ export interface components {
             parent_results: {
                 [key: string]: unknown;
             } | null;
+            /**
+             * Tags
+             * @description The job's tags (docs/search.md).
+             */
+            tags?: string[];
+            /**
+             * Meta
+             * @description The job's metadata object (docs/search.md).
+             */
+            meta?: {
+                [key: string]: unknown;
+            };
         };
         /**
          * LimitsInfo

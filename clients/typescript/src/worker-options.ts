@@ -41,7 +41,7 @@ export interface WorkerLogger {
 /** What a handler is given besides the payload. */
 export interface JobContext {
   /** The job as its claim handed it out: `id`, `type`, `queue`, `attempt` (1 for the
-   * first), `max_attempts`, `trace_id`, `parent_results`, `lease`... */
+   * first), `max_attempts`, `trace_id`, `parent_results`, `tags`, `meta`, `lease`... */
   readonly job: LeasedJob;
   /** Aborted when the job was cancelled (its reason a JobCancelledError), its lease was
    * lost (a LeaseLostError), or at shutdown once the grace period is over (a

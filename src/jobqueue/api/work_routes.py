@@ -130,6 +130,8 @@ async def claimed(
                 parent_results=None
                 if c.job.workflow_id is None
                 else {p.ref: p.result for p in c.parent_results},
+                tags=c.job.tags or [],
+                meta=c.job.meta or {},
             )
             for c in claimed
         ],

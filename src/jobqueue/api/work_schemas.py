@@ -98,6 +98,10 @@ class LeasedJob(BaseModel):
     parent_results: dict[str, Any] | None = Field(
         description="A workflow job's parents' results by their refs; null outside workflows."
     )
+    tags: list[str] = Field(default_factory=list, description="The job's tags (docs/search.md).")
+    meta: dict[str, Any] = Field(
+        default_factory=dict, description="The job's metadata object (docs/search.md)."
+    )
 
 
 class ClaimAnswer(BaseModel):

@@ -89,16 +89,19 @@ class ClaimedJob:
     # Its claim's token (migration 0022), which every write about this run names: a
     # claim a database crash forgot cannot be taken for the one that replaced it.
     claim: int | None = None
+    tags: list[str] | None = None  # None: none set (migration 0030)
+    meta: dict[str, Any] | None = None
 
     @classmethod
     def from_record(cls, r: Any) -> ClaimedJob:
         # Positional access: claim.sql returns id, type, queue, payload, attempts,
-        # max_attempts, priority, run_at, trace_context, workflow_id, claim_token, in
-        # that order.
-        payload, trace = r[3], r[8]
+        # max_attempts, priority, run_at, trace_context, workflow_id, claim_token, tags,
+        # meta, in that order.
+        payload, trace, meta = r[3], r[8], r[12]
         return cls(
             r[0], r[1], r[2], {} if payload == "{}" else json.loads(payload), r[4], r[5], r[6],
-            r[7], None if trace is None else json.loads(trace), r[9], r[10],
+            r[7], None if trace is None else json.loads(trace), r[9], r[10], r[11],
+            None if meta is None else json.loads(meta),
         )  # fmt: skip
 
     @property

@@ -27,7 +27,8 @@ class SearchQueries(QueryBase):
             self._q.jobs_search,
             where.status, _list(where.types), _list(where.queues), where.created_since,
             where.created_before, before_id, limit, where.due, self.clock.now(),
-            _list(where.tags), _json(where.meta), scan, _json(where.payload),
+            _list(where.tags), _json(where.meta), limit if scan is None else scan,
+            _json(where.payload),
         )  # fmt: skip
         stopped = scan is not None and bool(records) and records[-1]["scanned"] > scan
         return [Job.from_record(r) for r in records], stopped

@@ -316,7 +316,7 @@ class Store(
             self.clock.now(), list(queues), limit, lease_seconds, _list(types),
         )  # fmt: skip
         done = [row for row in rows if not row[11]]
-        handed = [ClaimedJob.from_record(row) for row in rows if row[11]]
+        handed = [ClaimedJob.from_record(row) for row in rows if row[13]]
         return _fenced_out(jobs, done), handed
 
     async def fail(self, *, failures: Sequence[Failure], worker_id: str) -> list[ClaimedJob]:

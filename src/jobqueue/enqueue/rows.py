@@ -34,7 +34,7 @@ class Rows:
         """The row of a job enqueued from Python, every option checked (ValueError naming
         the field; TypeError naming a keyword that is no option). ``trace``: the trace
         context to record (observability/trace_context.py)."""
-        _check(options)
+        _check(options)  # tags and meta included: _row only stores them
         return self._row(type, payload, options, trace)
 
     def row_of(self, spec: NewJob, trace: str | None = None) -> JobRow:
@@ -49,7 +49,9 @@ class Rows:
         return self._resolved(type, options)
 
     def _row(self, type: str, payload: Any, options: BatchOptions, trace: str | None) -> JobRow:
-        # The concurrency key is the option's, else the one its task's payload field gives.
+        # The options are checked (by _check, or NewJob's validators); the tags are stored
+        # each once, the metadata as JSON. The concurrency key is the option's, else the
+        # one its task's payload field gives.
         resolved = self._resolved(type, options)
         encoded = self.payload(resolved.type, payload)
         return JobRow(
@@ -62,8 +64,8 @@ class Rows:
             encoded,
             trace,
             self.concurrency_key(resolved.type, encoded, options.get("concurrency_key")),
-            fields.check_tags(options.get("tags")),
-            fields.meta_json(options.get("meta")),
+            None if not (tags := options.get("tags")) else list(dict.fromkeys(tags)),
+            None if not (meta := options.get("meta")) else _JSON.encode(meta),
         )
 
     def _resolved(self, type: str, options: BatchOptions) -> JobOptions:

@@ -144,7 +144,8 @@ WITH RECURSIVE q AS MATERIALIZED (
       -- why); its transaction's queue lock is given back sooner too.
       AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
     RETURNING j.id, j.type, j.queue, j.payload, j.attempts, j.max_attempts, j.priority,
-              j.run_at, j.trace_context, j.workflow_id, j.concurrency_key, j.claim_token
+              j.run_at, j.trace_context, j.workflow_id, j.concurrency_key, j.claim_token,
+              j.tags, j.meta
 ), logged AS (
     INSERT INTO {schema}.queue_starts (queue, key, at)
     SELECT $1, c.concurrency_key, q.t
@@ -166,5 +167,5 @@ WITH RECURSIVE q AS MATERIALIZED (
 )
 -- The columns of claim.sql, in its order (ClaimedJob.from_record).
 SELECT id, type, queue, payload, attempts, max_attempts, priority, run_at, trace_context,
-       workflow_id, claim_token
+       workflow_id, claim_token, tags, meta
 FROM claimed

@@ -15,6 +15,12 @@
 -- match the rest, newest first, and the row after those, numbered $12 + 1, comes back
 -- whatever its payload, to say the scan stopped there (model/search.py). Up to $7 + 1 rows:
 -- the one after the page says that there is a next page.
+--
+-- $12 is never NULL: without a payload filter it is $7, the page. The inner LIMIT is
+-- what lets the planner read the primary key downwards and stop after a page. Without
+-- it the window function's input is every matching row, so a common tag was read from
+-- its index whole and sorted: 150 ms for a tag on 100,000 of a million jobs, against
+-- 0.4 ms along the key (bench/search.py).
 SELECT s.*
 FROM (
     SELECT j.*, row_number() OVER (ORDER BY j.id DESC) AS scanned
