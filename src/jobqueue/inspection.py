@@ -55,8 +55,12 @@ class Inspector:
         scan = search.PAYLOAD_SCAN_ROWS if where.payload is not None else None
         async with (await self._store()).transaction() as tx:
             await tx.plan_per_execution()
+            few = False
+            if where.tags or where.meta:
+                labelled = search.FEW_LABELLED
+                few = await tx.job_labels_count(where=where, at_most=labelled) < labelled
             found, stopped = await tx.jobs_search(
-                where=where, before_id=after, limit=limit, scan=scan
+                where=where, before_id=after, limit=limit, scan=scan, by_labels=few
             )
         if stopped:  # the last one is where the scan stopped, whatever its payload
             return JobPage(found[:-1][:limit], found[-1].id + 1, truncated=True)

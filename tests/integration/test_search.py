@@ -3,17 +3,23 @@ filters, the payload filter's bound and its cursor, and the indexes the search u
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import uuid
 from typing import Any
 
 import asyncpg
 import pytest
 
 from jobqueue.app import JobQueue
+from jobqueue.config import Settings
 from jobqueue.context import JobContext
+from jobqueue.db.migrate import migrate
+from jobqueue.db.store import Store
 from jobqueue.model import search
 from jobqueue.model.search import JobFilter
 from tests.integration.conftest import StartWorker
+from tests.integration.test_bloat import schema_before
 
 pytestmark = pytest.mark.anyio
 
@@ -131,31 +137,72 @@ async def test_tag_and_meta_filters_use_their_indexes(jq: JobQueue, db: asyncpg.
                    jsonb_build_object('customer', 'c' || g)
             FROM generate_series(1, 50000) AS g"""
     )
-    await db.execute(f'ANALYZE "{schema}".jobs')
+    await db.execute(f'ANALYZE "{schema}".jobs, "{schema}".job_labels')
     store = await jq.store()
 
     async def plan(where: JobFilter) -> str:
+        """The plan of the page Inspector.jobs reads for ``where``, chosen as it chooses."""
         async with store.transaction() as tx:
             await tx.plan_per_execution()
+            few = await tx.job_labels_count(where=where, at_most=search.FEW_LABELLED)
             rows = await tx.db.fetch(
                 "EXPLAIN " + tx._q.jobs_search, None, None, None, None, None, None, 50, None,
-                None, where.tags, search_json(where.meta), 50, None,  # as jobs_search sends
+                None, _list(where.tags), search_json(where.meta), 50, None,
+                few < search.FEW_LABELLED,
             )  # fmt: skip
         return "\n".join(r[0] for r in rows)
 
-    rare = await plan(JobFilter(tags=["rare-7"]))
-    assert "jobs_tags_idx" in rare, rare
-    assert "Seq Scan" not in rare, rare
+    # Few jobs carry it, or none: their ids from the index, then those jobs by id. Read
+    # newest first instead, the planner expecting half the rarest known tag's count,
+    # a tag no job carries read all 50,000.
+    for tags in (["rare-7"], ["absent"]):
+        rare = await plan(JobFilter(tags=tags))
+        assert "job_labels_tags_idx" in rare, rare
+        assert "(id = ANY ($" in rare, rare  # the jobs by their ids
+        assert "Seq Scan" not in rare, rare
     meta = await plan(JobFilter(meta={"customer": "c7"}))
-    assert "jobs_meta_idx" in meta, meta
+    assert "job_labels_meta_idx" in meta, meta
     assert "Seq Scan" not in meta, meta
     # One job in ten carries it: newest first along the primary key, a page and no more
-    # (read from its index, all 5,000 would be fetched and sorted).
+    # (read from the index, all 5,000 would be fetched and sorted).
     common = await plan(JobFilter(tags=["common"]))
     assert "jobs_pkey" in common, common
-    assert "jobs_tags_idx" not in common, common
+    assert "job_labels_tags_idx" not in common, common
+    assert "= ANY" not in common, common
+    assert "Sort" not in common, common
     found = await jq.list(tag="rare-7")
     assert [j.tags for j in found] == [["rare-7"]]
+    assert len(await jq.list(tag="common", limit=200)) == 200
+
+
+async def test_the_searched_copy_follows_every_change(jq: JobQueue, db: asyncpg.Connection) -> None:
+    """job_labels, what the search reads (migration 0031), follows the job's own tags
+    and metadata through an edit, a replacing enqueue, a delete and a truncate."""
+    schema = jq.settings.schema
+
+    async def copy() -> dict[int, tuple[list[str] | None, str | None]]:
+        rows = await db.fetch(f'SELECT job_id, tags, meta FROM "{schema}".job_labels')
+        return {r["job_id"]: (r["tags"], r["meta"]) for r in rows}
+
+    plain = await jq.enqueue("t", {})
+    tagged = await jq.enqueue("t", {}, tags=["a"], unique_key="k")
+    assert await copy() == {tagged.id: (["a"], None)}
+    await jq.update_job(plain.id, meta={"customer": "acme"})
+    await jq.enqueue("t", {}, unique_key="k", on_conflict="replace", tags=["b"])
+    assert await copy() == {plain.id: (None, '{"customer": "acme"}'), tagged.id: (["b"], None)}
+    assert [j.id for j in await jq.list(meta={"customer": "acme"})] == [plain.id]
+    assert [j.id for j in await jq.list(tag="b")] == [tagged.id]
+    await jq.update_job(plain.id, meta={})
+    await jq.delete_job(tagged.id)
+    assert await copy() == {}
+    assert await jq.list(tag="b") == []
+    await jq.enqueue("t", {}, tags=["c"])
+    await db.execute(f'TRUNCATE "{schema}".jobs CASCADE')
+    assert await copy() == {}
+
+
+def _list(values: object) -> list[str] | None:
+    return None if values is None else list(values)  # type: ignore[call-overload]
 
 
 def search_json(value: object) -> str | None:
@@ -191,3 +238,26 @@ async def test_a_handler_sees_its_jobs_tags_and_meta(
         "parent": ((), {}),
         "child": ((), {"step": 2}),
     }
+
+
+async def test_jobs_tagged_before_the_labels_table_are_found_after_the_upgrade(
+    db: asyncpg.Connection, settings: Settings
+) -> None:
+    """Migration 0031 copies the tags and metadata that jobs carried under 0030."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    try:
+        await schema_before(Store(db, name), 31)
+        await db.execute(
+            f"""INSERT INTO "{name}".jobs (type, tags, meta)
+                VALUES ('t', '{{import}}', NULL), ('t', NULL, '{{"customer": "acme"}}'),
+                       ('t', NULL, NULL)"""
+        )
+        await migrate(db, name)
+        app = JobQueue(settings=dataclasses.replace(settings, schema=name, migrate=False))
+        async with app:
+            assert [j.tags for j in await app.list(tag="import")] == [["import"]]
+            assert [j.meta for j in await app.list(meta={"customer": "acme"})] == [
+                {"customer": "acme"}
+            ]
+    finally:
+        await db.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')

@@ -6,9 +6,9 @@ this: ``enqueue``, for applications that only enqueue (inside their own transact
 ``worker``, for ``jobqueue worker``; ``api``, for ``jobqueue api``. Each table a role
 may touch is one line below, with the privileges its queries need: SELECT ... FOR
 UPDATE needs UPDATE, INSERT ... ON CONFLICT DO UPDATE needs UPDATE too, RETURNING
-needs SELECT. Triggers write the counters and key rows as the owner (migration 0016),
-and rows cascade-deleted with their job are deleted by PostgreSQL as the owner: no
-role needs privileges for either.
+needs SELECT. Triggers write the counters, key rows and job_labels as the owner
+(migrations 0016, 0031), and rows cascade-deleted with their job are deleted by
+PostgreSQL as the owner: no role needs privileges for either.
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         "workflows": "SELECT, INSERT, UPDATE",  # POST /workflows; cancel reads, locks
         "workflow_edges": "SELECT, INSERT",
         "job_types": "SELECT",  # declared types, which POST /jobs accepts and checks
+        "job_labels": "SELECT",  # the search's tags and metadata (migration 0031)
         "schedules": "SELECT, INSERT, UPDATE, DELETE",  # /schedules; with API_MAINTENANCE, ticks
     },
 }

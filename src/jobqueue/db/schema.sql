@@ -5,6 +5,42 @@
 CREATE SCHEMA jobqueue;
 
 --
+-- Name: copy_job_labels(); Type: FUNCTION; Schema: jobqueue; Owner: -
+--
+
+CREATE FUNCTION jobqueue.copy_job_labels() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN  -- a new job's id is in no row (TRUNCATE empties both)
+        INSERT INTO "jobqueue".job_labels (job_id, tags, meta) VALUES (NEW.id, NEW.tags, NEW.meta);
+    ELSIF TG_OP = 'DELETE' OR (NEW.tags IS NULL AND NEW.meta IS NULL) THEN
+        DELETE FROM "jobqueue".job_labels WHERE job_id = OLD.id;
+    ELSE
+        INSERT INTO "jobqueue".job_labels AS l (job_id, tags, meta)
+        VALUES (NEW.id, NEW.tags, NEW.meta)
+        ON CONFLICT (job_id) DO UPDATE SET tags = excluded.tags, meta = excluded.meta;
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+--
+-- Name: copy_job_labels_truncated(); Type: FUNCTION; Schema: jobqueue; Owner: -
+--
+
+CREATE FUNCTION jobqueue.copy_job_labels_truncated() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    TRUNCATE "jobqueue".job_labels;
+    RETURN NULL;
+END;
+$$;
+
+--
 -- Name: count_jobs(); Type: FUNCTION; Schema: jobqueue; Owner: -
 --
 
@@ -791,6 +827,16 @@ ALTER TABLE jobqueue.job_attempts ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTI
 );
 
 --
+-- Name: job_labels; Type: TABLE; Schema: jobqueue; Owner: -
+--
+
+CREATE TABLE jobqueue.job_labels (
+    job_id bigint NOT NULL,
+    tags text[],
+    meta jsonb
+);
+
+--
 -- Name: job_logs; Type: TABLE; Schema: jobqueue; Owner: -
 --
 
@@ -1085,6 +1131,13 @@ ALTER TABLE ONLY jobqueue.job_attempts
     ADD CONSTRAINT job_attempts_pkey PRIMARY KEY (id);
 
 --
+-- Name: job_labels job_labels_pkey; Type: CONSTRAINT; Schema: jobqueue; Owner: -
+--
+
+ALTER TABLE ONLY jobqueue.job_labels
+    ADD CONSTRAINT job_labels_pkey PRIMARY KEY (job_id);
+
+--
 -- Name: job_logs job_logs_pkey; Type: CONSTRAINT; Schema: jobqueue; Owner: -
 --
 
@@ -1206,6 +1259,18 @@ CREATE UNIQUE INDEX idempotency_keys_owner_key_idx ON jobqueue.idempotency_keys 
 CREATE INDEX job_attempts_job_idx ON jobqueue.job_attempts USING btree (job_id, id);
 
 --
+-- Name: job_labels_meta_idx; Type: INDEX; Schema: jobqueue; Owner: -
+--
+
+CREATE INDEX job_labels_meta_idx ON jobqueue.job_labels USING gin (meta jsonb_path_ops) WHERE (meta IS NOT NULL);
+
+--
+-- Name: job_labels_tags_idx; Type: INDEX; Schema: jobqueue; Owner: -
+--
+
+CREATE INDEX job_labels_tags_idx ON jobqueue.job_labels USING gin (tags) WHERE (tags IS NOT NULL);
+
+--
 -- Name: jobs_claim_idx; Type: INDEX; Schema: jobqueue; Owner: -
 --
 
@@ -1240,18 +1305,6 @@ CREATE INDEX jobs_key_running_idx ON jobqueue.jobs USING btree (queue, concurren
 --
 
 CREATE INDEX jobs_lease_idx ON jobqueue.jobs USING btree (lease_expires_at) WHERE (status = 'running'::text);
-
---
--- Name: jobs_meta_idx; Type: INDEX; Schema: jobqueue; Owner: -
---
-
-CREATE INDEX jobs_meta_idx ON jobqueue.jobs USING gin (meta jsonb_path_ops) WHERE (meta IS NOT NULL);
-
---
--- Name: jobs_tags_idx; Type: INDEX; Schema: jobqueue; Owner: -
---
-
-CREATE INDEX jobs_tags_idx ON jobqueue.jobs USING gin (tags) WHERE (tags IS NOT NULL);
 
 --
 -- Name: jobs_workflow_idx; Type: INDEX; Schema: jobqueue; Owner: -
@@ -1312,6 +1365,30 @@ CREATE TRIGGER jobs_count_truncated AFTER TRUNCATE ON jobqueue.jobs FOR EACH STA
 --
 
 CREATE TRIGGER jobs_count_updated AFTER UPDATE ON jobqueue.jobs REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION jobqueue.count_jobs();
+
+--
+-- Name: jobs jobs_labels_changed; Type: TRIGGER; Schema: jobqueue; Owner: -
+--
+
+CREATE TRIGGER jobs_labels_changed AFTER UPDATE OF tags, meta ON jobqueue.jobs FOR EACH ROW WHEN (((old.tags IS DISTINCT FROM new.tags) OR (old.meta IS DISTINCT FROM new.meta))) EXECUTE FUNCTION jobqueue.copy_job_labels();
+
+--
+-- Name: jobs jobs_labels_deleted; Type: TRIGGER; Schema: jobqueue; Owner: -
+--
+
+CREATE TRIGGER jobs_labels_deleted AFTER DELETE ON jobqueue.jobs FOR EACH ROW WHEN (((old.tags IS NOT NULL) OR (old.meta IS NOT NULL))) EXECUTE FUNCTION jobqueue.copy_job_labels();
+
+--
+-- Name: jobs jobs_labels_inserted; Type: TRIGGER; Schema: jobqueue; Owner: -
+--
+
+CREATE TRIGGER jobs_labels_inserted AFTER INSERT ON jobqueue.jobs FOR EACH ROW WHEN (((new.tags IS NOT NULL) OR (new.meta IS NOT NULL))) EXECUTE FUNCTION jobqueue.copy_job_labels();
+
+--
+-- Name: jobs jobs_labels_truncated; Type: TRIGGER; Schema: jobqueue; Owner: -
+--
+
+CREATE TRIGGER jobs_labels_truncated AFTER TRUNCATE ON jobqueue.jobs FOR EACH STATEMENT EXECUTE FUNCTION jobqueue.copy_job_labels_truncated();
 
 --
 -- Name: jobs jobs_notify_inserted; Type: TRIGGER; Schema: jobqueue; Owner: -

@@ -87,6 +87,7 @@ class Queries:
     job_attempts: str
     job_delete: str
     job_log_append: str
+    job_labels_count: str
     job_log_size: str
     job_run_now: str
     job_type_put: str

@@ -7,9 +7,16 @@
 -- NULL for the database's clock, a time for a test's (db/store.py).
 --
 -- Run with a plan made for its values (plan_per_execution.sql): a NULL filter then
--- drops out of the plan, a tag or metadata filter can use its GIN index (migration
--- 0030), and the planner weighs how many jobs the value matches: a common tag is read
--- along the primary key downwards, a rare one from its index.
+-- drops out of the plan.
+--
+-- Tags and metadata are read from job_labels (migration 0031), two ways. $14 false: the
+-- jobs newest first along the primary key, each looked up in job_labels, a page and no
+-- more: right for a value many jobs carry. $14 true: the ids of every job that carries
+-- it, from the GIN indexes, then those jobs by their ids: right for a value few jobs
+-- carry, where the first way reads until it has found a page, the whole table for a
+-- value no job carries. The planner's guess of how many jobs carry a value it has no
+-- statistics for is far off (half the rarest one it knows), so the caller counts them
+-- first, up to a bound (job_labels_count.sql, model/search.py).
 --
 -- The payload has no index: a payload filter ($13) is applied to at most $12 jobs that
 -- match the rest, newest first, and the row after those, numbered $12 + 1, comes back
@@ -25,8 +32,9 @@ SELECT s.*
 FROM (
     SELECT j.*, row_number() OVER (ORDER BY j.id DESC) AS scanned
     FROM (
-        SELECT *
+        SELECT jobs.*
         FROM {schema}.jobs
+        LEFT JOIN {schema}.job_labels AS l ON l.job_id = jobs.id
         WHERE ($1::text IS NULL OR status = $1)
           AND ($2::text[] IS NULL OR type = ANY($2))
           AND ($3::text[] IS NULL OR queue = ANY($3))
@@ -39,9 +47,13 @@ FROM (
                   WHEN 'retrying' THEN run_at > COALESCE($9::timestamptz, now()) AND attempts > 0
                   ELSE true
               END
-          AND ($10::text[] IS NULL OR tags @> $10)
-          AND ($11::jsonb IS NULL OR meta @> $11)
-        ORDER BY id DESC
+          AND ($10::text[] IS NULL OR l.tags @> $10)
+          AND ($11::jsonb IS NULL OR l.meta @> $11)
+          AND ($14::boolean IS NOT TRUE
+               OR jobs.id = ANY(ARRAY(SELECT f.job_id FROM {schema}.job_labels AS f
+                                      WHERE ($10::text[] IS NULL OR f.tags @> $10)
+                                        AND ($11::jsonb IS NULL OR f.meta @> $11))))
+        ORDER BY jobs.id DESC
         LIMIT $12::integer + 1
     ) AS j
 ) AS s
