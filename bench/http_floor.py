@@ -66,7 +66,7 @@ def floor_app(pool: asyncpg.Pool, schema: str, max_attempts: int, shared: bool) 
             async with pool.acquire() as conn:
                 row = await conn.fetchrow(
                     enqueue_sql, new["type"], queue, payload, 0, max_attempts,
-                    None, None, None, None, None,
+                    None, None, None, None, None, None, None,  # ... tags, meta: none
                 )  # fmt: skip
             body = json.dumps(dict(row), default=str, separators=(",", ":")).encode()
             id = row["id"]

@@ -117,7 +117,8 @@ async def fill(conn: asyncpg.Connection, jobs: int) -> float:
     started = time.monotonic()
     for start in range(1, jobs + 1, FILL_BATCH):
         await conn.execute(
-            f"""INSERT INTO {SCHEMA}.jobs (type, status, payload, tags, meta, attempts,
+            f"""WITH job AS (
+                INSERT INTO {SCHEMA}.jobs (type, status, payload, tags, meta, attempts,
                                            started_at, finished_at)
                 SELECT 'import_rows',
                        CASE WHEN h < 90 THEN 'completed' WHEN h < 95 THEN 'pending'
@@ -136,7 +137,11 @@ async def fill(conn: asyncpg.Connection, jobs: int) -> float:
                        CASE WHEN h BETWEEN 90 AND 94 THEN NULL ELSE now() END,
                        CASE WHEN h BETWEEN 90 AND 94 THEN NULL ELSE now() END
                 FROM generate_series($1::bigint, $2::bigint) AS g,
-                     LATERAL (SELECT abs(hashint4(g::int) % 100) AS h) AS spread""",
+                     LATERAL (SELECT abs(hashint4(g::int) % 100) AS h) AS spread
+                RETURNING id, tags, meta
+            )  -- the search's copy, as the enqueue statements write it (migration 0031)
+            INSERT INTO {SCHEMA}.job_labels (job_id, tags, meta)
+            SELECT id, tags, meta FROM job WHERE tags IS NOT NULL OR meta IS NOT NULL""",
             start,
             min(start + FILL_BATCH - 1, jobs),
         )  # fmt: skip

@@ -13,6 +13,7 @@ A handler that takes a second parameter receives it:
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
@@ -56,13 +57,19 @@ class JobContext:
     or a parent whose on_failure is "continue")."""
     tags: tuple[str, ...] = ()
     """The job's tags as it was claimed (docs/search.md)."""
-    _meta: Mapping[str, Any] | None = None
+    # The metadata as claimed: JSON text until ``meta`` is first read (most handlers
+    # never read it, and decoding it for each was a sixth of a worker's CPU per job).
+    _meta: Mapping[str, Any] | str | None = field(default=None, repr=False, compare=False)
 
     @property
     def meta(self) -> Mapping[str, Any]:
         """The job's metadata object as it was claimed; read-only here (a pending job's
         is changed with PATCH /jobs/{id}, docs/job-edits.md)."""
-        return NO_META if self._meta is None else self._meta
+        meta = self._meta
+        if isinstance(meta, str):
+            meta = MappingProxyType(json.loads(meta))
+            object.__setattr__(self, "_meta", meta)  # frozen, but decoded once
+        return NO_META if meta is None else meta
 
     @property
     def parent_result(self) -> Any:

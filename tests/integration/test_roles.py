@@ -36,8 +36,9 @@ async def test_the_enqueue_role_enqueues_in_its_transactions_and_sees_no_stored_
     conn = await asyncpg.connect(dsn)
     try:
         async with conn.transaction():
-            one = await app.enqueue("send_email", {"to": "a@example.com"}, conn=conn)
-            many = await app.enqueue_many("noop", [{"n": 1}, {"n": 2}], conn=conn)
+            one = await app.enqueue("send_email", {"to": "a@example.com"}, conn=conn,
+                                    tags=["role"], meta={"who": "enqueue"})  # fmt: skip
+            many = await app.enqueue_many("noop", [{"n": 1}, {"n": 2}], conn=conn, tags=["role"])
             keyed = await app.enqueue("noop", {"n": 3}, unique_key="k", conn=conn)
             again = await app.enqueue("noop", {"n": 4}, unique_key="k", conn=conn)
             async with conn.transaction():  # a savepoint
@@ -62,6 +63,8 @@ async def test_the_enqueue_role_enqueues_in_its_transactions_and_sees_no_stored_
         enqueued = [one.id, *many, keyed.id, nested.id, pooled.id, *workflow.jobs.values()]
         assert set(stored) == {others.id, *enqueued}
         assert [stored[i].payload for i in many] == [{"n": 1}, {"n": 2}]
+        # Its tagged jobs are found by the search, which reads the copies it inserted.
+        assert {j.id for j in await jq.list(tag="role")} == {one.id, *many}
 
         assert await conn.fetch(f'SELECT * FROM "{schema}".jobs WHERE id = $1', others.id) == []
         for statement in (

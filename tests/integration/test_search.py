@@ -3,6 +3,7 @@ filters, the payload filter's bound and its cursor, and the indexes the search u
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import uuid
@@ -16,6 +17,7 @@ from jobqueue.config import Settings
 from jobqueue.context import JobContext
 from jobqueue.db.migrate import migrate
 from jobqueue.db.store import Store
+from jobqueue.enqueue.new_job import NewJob
 from jobqueue.model import search
 from jobqueue.model.search import JobFilter
 from tests.integration.conftest import StartWorker
@@ -130,12 +132,16 @@ async def test_a_payload_filter_stops_at_its_bound_and_its_cursor_reads_on(
 async def test_tag_and_meta_filters_use_their_indexes(jq: JobQueue, db: asyncpg.Connection) -> None:
     schema = jq.settings.schema
     await db.execute(
-        f"""INSERT INTO "{schema}".jobs (type, queue, payload, tags, meta)
-            SELECT 't', 'default', '{{}}',
-                   CASE WHEN g % 10 = 0 THEN ARRAY['common'] WHEN g = 7 THEN ARRAY['rare-7']
-                        ELSE ARRAY['batch-' || g % 500] END,
-                   jsonb_build_object('customer', 'c' || g)
-            FROM generate_series(1, 50000) AS g"""
+        f"""WITH job AS (
+                INSERT INTO "{schema}".jobs (type, queue, payload, tags, meta)
+                SELECT 't', 'default', '{{}}',
+                       CASE WHEN g % 10 = 0 THEN ARRAY['common'] WHEN g = 7 THEN ARRAY['rare-7']
+                            ELSE ARRAY['batch-' || g % 500] END,
+                       jsonb_build_object('customer', 'c' || g)
+                FROM generate_series(1, 50000) AS g
+                RETURNING id, tags, meta
+            )  -- the search's copy, as the enqueue statements write it
+            INSERT INTO "{schema}".job_labels SELECT id, tags, meta FROM job"""
     )
     await db.execute(f'ANALYZE "{schema}".jobs, "{schema}".job_labels')
     store = await jq.store()
@@ -157,17 +163,17 @@ async def test_tag_and_meta_filters_use_their_indexes(jq: JobQueue, db: asyncpg.
     # a tag no job carries read all 50,000.
     for tags in (["rare-7"], ["absent"]):
         rare = await plan(JobFilter(tags=tags))
-        assert "job_labels_tags_idx" in rare, rare
+        assert "job_labels_idx" in rare, rare
         assert "Index Cond: (id = ANY (" in rare, rare  # the jobs by their ids
         assert "Seq Scan" not in rare, rare
     meta = await plan(JobFilter(meta={"customer": "c7"}))
-    assert "job_labels_meta_idx" in meta, meta
+    assert "job_labels_idx" in meta, meta
     assert "Seq Scan" not in meta, meta
     # One job in ten carries it: newest first along the primary key, a page and no more
     # (read from the index, all 5,000 would be fetched and sorted).
     common = await plan(JobFilter(tags=["common"]))
     assert "jobs_pkey" in common, common
-    assert "job_labels_tags_idx" not in common, common
+    assert "job_labels_idx" not in common, common
     assert "= ANY" not in common, common
     assert "Sort" not in common, common
     found = await jq.list(tag="rare-7")
@@ -207,6 +213,45 @@ def _list(values: object) -> list[str] | None:
 
 def search_json(value: object) -> str | None:
     return None if value is None else json.dumps(value)
+
+
+async def test_every_statement_that_inserts_a_job_writes_its_searched_copy(
+    jq: JobQueue, db: asyncpg.Connection
+) -> None:
+    """No trigger writes job_labels on insert (migration 0031): each statement that
+    inserts jobs does. A path that forgot would leave its jobs out of a search for a tag
+    few jobs carry, which reads job_labels alone."""
+    schema = jq.settings.schema
+    t = {"tags": ["copied"], "meta": {"path": "x"}}
+    await jq.enqueue("t", {}, **t)  # enqueue.sql
+    await asyncio.gather(*(jq.enqueue("t", {"n": i}, **t) for i in range(5)))  # enqueue_rows.sql
+    await jq.enqueue("t", {}, tags=["copied"], meta=None)  # tags without metadata
+    await jq.enqueue("t", {}, meta={"path": "meta only"})  # and the other way
+    await jq.enqueue_many("t", [{}, {}], **t)  # enqueue_payloads.sql
+    await jq.enqueue("t", {}, unique_key="u1", **t)  # enqueue_unique.sql
+    await jq.enqueue("t", {}, unique_key="u2", on_conflict="replace", **t)  # ..._replacing.sql
+    await jq.enqueue_jobs([NewJob(type="t", **t), NewJob(type="t")])  # POST /jobs/batch
+    wf = jq.workflow("copied")
+    wf.add("t", ref="a", **t)
+    wf.add("t", ref="b", depends_on=["a"], tags=["copied", "child"])
+    await wf.enqueue()  # workflow_insert_jobs.sql
+    await jq.schedules.create("copied", "t", every="1h", **t)
+    await jq.schedules.trigger("copied")  # a schedule's tick
+    async with db.transaction():  # an application's own transaction
+        await jq.enqueue("t", {}, conn=db, **t)
+
+    mismatched = await db.fetch(
+        f"""SELECT j.id, j.tags, j.meta, l.tags AS copied_tags, l.meta AS copied_meta
+            FROM "{schema}".jobs AS j
+            FULL JOIN "{schema}".job_labels AS l ON l.job_id = j.id
+            WHERE (j.tags IS NOT NULL OR j.meta IS NOT NULL) IS DISTINCT FROM (l.job_id IS NOT NULL)
+               OR l.tags IS DISTINCT FROM j.tags OR l.meta IS DISTINCT FROM j.meta"""
+    )
+    assert mismatched == []
+    copies = await db.fetchval(f'SELECT count(*) FROM "{schema}".job_labels')
+    assert copies == 17  # every job above but the batch's untagged one
+    found = await jq.list(tag="copied", limit=100)  # few carry it: read from job_labels
+    assert len(found) == 16  # all but the one with metadata alone
 
 
 async def test_a_handler_sees_its_jobs_tags_and_meta(

@@ -131,7 +131,7 @@ async def claimed(
                 if c.job.workflow_id is None
                 else {p.ref: p.result for p in c.parent_results},
                 tags=c.job.tags or [],
-                meta=c.job.meta or {},
+                meta=c.job.meta,
             )
             for c in claimed
         ],

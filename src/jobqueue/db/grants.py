@@ -6,9 +6,11 @@ this: ``enqueue``, for applications that only enqueue (inside their own transact
 ``worker``, for ``jobqueue worker``; ``api``, for ``jobqueue api``. Each table a role
 may touch is one line below, with the privileges its queries need: SELECT ... FOR
 UPDATE needs UPDATE, INSERT ... ON CONFLICT DO UPDATE needs UPDATE too, RETURNING
-needs SELECT. Triggers write the counters, key rows and job_labels as the owner
-(migrations 0016, 0031), and rows cascade-deleted with their job are deleted by
-PostgreSQL as the owner: no role needs privileges for either.
+needs SELECT. Triggers write the counters and key rows as the owner (migration 0016),
+and keep job_labels when a job's tags or metadata change or it is deleted (0031); rows
+cascade-deleted with their job are deleted by PostgreSQL as the owner: no role needs
+privileges for those. The statements that insert jobs insert their job_labels rows
+too, as the caller: INSERT on job_labels for every role that enqueues.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         # Workflows created in the application's transaction (jq.workflow().enqueue(conn=))
         "workflows": "SELECT, INSERT",  # RETURNING id
         "workflow_edges": "INSERT",
+        "job_labels": "INSERT",  # a job's tags and metadata, for the search (migration 0031)
     },
     "worker": {
         "jobs": "SELECT, INSERT, UPDATE, DELETE",  # claims, fenced writes, retention
@@ -46,6 +49,7 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         "workflow_edges": "SELECT, DELETE",  # parents' results; retention
         # The leader's ticks (FOR UPDATE SKIP LOCKED) and its code's schedules.
         "schedules": "SELECT, INSERT, UPDATE, DELETE",
+        "job_labels": "INSERT",  # the tags and metadata of the jobs it inserts (ticks)
     },
     "api": {
         # enqueue, cancel, retry, edit, delete; HTTP workers' claims
@@ -67,7 +71,7 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         "workflows": "SELECT, INSERT, UPDATE",  # POST /workflows; cancel reads, locks
         "workflow_edges": "SELECT, INSERT",
         "job_types": "SELECT",  # declared types, which POST /jobs accepts and checks
-        "job_labels": "SELECT",  # the search's tags and metadata (migration 0031)
+        "job_labels": "SELECT, INSERT",  # the search's tags and metadata (migration 0031)
         "schedules": "SELECT, INSERT, UPDATE, DELETE",  # /schedules; with API_MAINTENANCE, ticks
     },
 }

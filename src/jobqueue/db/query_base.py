@@ -6,7 +6,6 @@ and every method still reads as the store's own."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -74,12 +73,29 @@ def _columns(rows: Sequence[JobRow]) -> list[list[Any]]:
     ]
 
 
-def _tags_and_meta(rows: Sequence[JobRow]) -> list[list[Any]]:
-    """Each row's tags, as JSON text (enqueue_rows.sql says why), and metadata."""
-    return [
-        [None if r.tags is None else json.dumps(r.tags) for r in rows],
-        [r.meta for r in rows],
-    ]
+def _tags_and_meta(rows: Sequence[JobRow]) -> list[list[Any] | None]:
+    """The rows' tags, one after another, their metadata, and where each row's tags
+    begin and end among them (1-based, inclusive; None for none): an array of arrays
+    must be rectangular in PostgreSQL, and a JSON array per row was parsed and unnested
+    by a subquery per row. None for each array when no row has any (the common case:
+    nothing to encode or send)."""
+    metas = [r.meta for r in rows]
+    if not any(metas):
+        metas = None  # type: ignore[assignment]
+    if not any(r.tags for r in rows):
+        return [None, metas, None, None]
+    flat: list[str] = []
+    starts: list[int | None] = []
+    ends: list[int | None] = []
+    for r in rows:
+        if r.tags:
+            starts.append(len(flat) + 1)
+            flat += r.tags
+            ends.append(len(flat))
+        else:
+            starts.append(None)
+            ends.append(None)
+    return [flat, metas, starts, ends]
 
 
 def _values(row: JobRow) -> tuple[Any, ...]:

@@ -13,9 +13,7 @@ CREATE FUNCTION jobqueue.copy_job_labels() RETURNS trigger
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
-    IF TG_OP = 'INSERT' THEN  -- a new job's id is in no row (TRUNCATE empties both)
-        INSERT INTO "jobqueue".job_labels (job_id, tags, meta) VALUES (NEW.id, NEW.tags, NEW.meta);
-    ELSIF TG_OP = 'DELETE' OR (NEW.tags IS NULL AND NEW.meta IS NULL) THEN
+    IF TG_OP = 'DELETE' OR (NEW.tags IS NULL AND NEW.meta IS NULL) THEN
         DELETE FROM "jobqueue".job_labels WHERE job_id = OLD.id;
     ELSE
         INSERT INTO "jobqueue".job_labels AS l (job_id, tags, meta)
@@ -1259,16 +1257,10 @@ CREATE UNIQUE INDEX idempotency_keys_owner_key_idx ON jobqueue.idempotency_keys 
 CREATE INDEX job_attempts_job_idx ON jobqueue.job_attempts USING btree (job_id, id);
 
 --
--- Name: job_labels_meta_idx; Type: INDEX; Schema: jobqueue; Owner: -
+-- Name: job_labels_idx; Type: INDEX; Schema: jobqueue; Owner: -
 --
 
-CREATE INDEX job_labels_meta_idx ON jobqueue.job_labels USING gin (meta jsonb_path_ops) WHERE (meta IS NOT NULL);
-
---
--- Name: job_labels_tags_idx; Type: INDEX; Schema: jobqueue; Owner: -
---
-
-CREATE INDEX job_labels_tags_idx ON jobqueue.job_labels USING gin (tags) WHERE (tags IS NOT NULL);
+CREATE INDEX job_labels_idx ON jobqueue.job_labels USING gin (tags, meta jsonb_path_ops);
 
 --
 -- Name: jobs_claim_idx; Type: INDEX; Schema: jobqueue; Owner: -
@@ -1377,12 +1369,6 @@ CREATE TRIGGER jobs_labels_changed AFTER UPDATE OF tags, meta ON jobqueue.jobs F
 --
 
 CREATE TRIGGER jobs_labels_deleted AFTER DELETE ON jobqueue.jobs FOR EACH ROW WHEN (((old.tags IS NOT NULL) OR (old.meta IS NOT NULL))) EXECUTE FUNCTION jobqueue.copy_job_labels();
-
---
--- Name: jobs jobs_labels_inserted; Type: TRIGGER; Schema: jobqueue; Owner: -
---
-
-CREATE TRIGGER jobs_labels_inserted AFTER INSERT ON jobqueue.jobs FOR EACH ROW WHEN (((new.tags IS NOT NULL) OR (new.meta IS NOT NULL))) EXECUTE FUNCTION jobqueue.copy_job_labels();
 
 --
 -- Name: jobs jobs_labels_truncated; Type: TRIGGER; Schema: jobqueue; Owner: -

@@ -34,24 +34,37 @@ class Rows:
         """The row of a job enqueued from Python, every option checked (ValueError naming
         the field; TypeError naming a keyword that is no option). ``trace``: the trace
         context to record (observability/trace_context.py)."""
-        _check(options)  # tags and meta included: _row only stores them
-        return self._row(type, payload, options, trace)
+        return self._row(type, payload, options, trace, *_check(options))
 
     def row_of(self, spec: NewJob, trace: str | None = None) -> JobRow:
         """The row of a job POST /jobs described: pydantic has checked its options by the
         same rules (jobqueue.enqueue.new_job), and its fields are its options' names, so
         its ``__dict__`` is read as they are, with no dict built per request."""
-        return self._row(spec.type, spec.payload, cast("BatchOptions", spec.__dict__), trace)
+        options = cast("BatchOptions", spec.__dict__)
+        tags, meta = options.get("tags"), options.get("meta")
+        return self._row(
+            spec.type, spec.payload, options, trace,
+            None if not tags else list(dict.fromkeys(tags)),
+            None if not meta else _JSON.encode(meta),
+        )  # fmt: skip
 
     def options(self, type: str, options: BatchOptions) -> JobOptions:
         """A batch's type and options, checked, with its task's defaults."""
         _check(options)
         return self._resolved(type, options)
 
-    def _row(self, type: str, payload: Any, options: BatchOptions, trace: str | None) -> JobRow:
-        # The options are checked (by _check, or NewJob's validators); the tags are stored
-        # each once, the metadata as JSON. The concurrency key is the option's, else the
-        # one its task's payload field gives.
+    def _row(
+        self,
+        type: str,
+        payload: Any,
+        options: BatchOptions,
+        trace: str | None,
+        tags: list[str] | None,
+        meta: str | None,
+    ) -> JobRow:
+        # The options are checked (by _check, or NewJob's validators), ``tags`` and
+        # ``meta`` as stored. The concurrency key is the option's, else the one its
+        # task's payload field gives.
         resolved = self._resolved(type, options)
         encoded = self.payload(resolved.type, payload)
         return JobRow(
@@ -64,8 +77,8 @@ class Rows:
             encoded,
             trace,
             self.concurrency_key(resolved.type, encoded, options.get("concurrency_key")),
-            None if not (tags := options.get("tags")) else list(dict.fromkeys(tags)),
-            None if not (meta := options.get("meta")) else _JSON.encode(meta),
+            tags,
+            meta,
         )
 
     def _resolved(self, type: str, options: BatchOptions) -> JobOptions:
@@ -141,11 +154,12 @@ class Rows:
             raise fields.unencodable(payload, "payload", exc) from None
 
 
-def _check(options: BatchOptions) -> None:
-    """ValueError naming the first option that breaks a rule (a unique key given too is
-    checked too); TypeError naming a keyword that is no option."""
+def _check(options: BatchOptions) -> tuple[list[str] | None, str | None]:
+    """The tags and metadata as stored (fields.check_options); ValueError naming the
+    first option that breaks a rule (a unique key given too is checked too); TypeError
+    naming a keyword that is no option."""
     try:
-        fields.check_options(**options)
+        return fields.check_options(**options)
     except TypeError:
         unknown = sorted(set(options) - set(JOB_OPTIONS))
         raise TypeError(f"unknown job options: {', '.join(unknown)}") from None

@@ -391,16 +391,19 @@ def context_of(
     ``job_log`` keeps its log lines; ``parents``: a workflow job's."""
     on_progress = None if report is None else functools.partial(report, job)
     if not parents:
-        if job.tags is None and job.meta is None:
+        if job.tags is None and job.meta_json is None:
             return JobContext(
                 job.id, job.type, job.queue, job.attempt, job.max_attempts, cancel,
                 on_progress, job_log, job.workflow_id,
             )  # fmt: skip
-        parents = []
+        return JobContext(
+            job.id, job.type, job.queue, job.attempt, job.max_attempts, cancel, on_progress,
+            job_log, job.workflow_id, {}, (), () if job.tags is None else tuple(job.tags),
+            job.meta_json,
+        )  # fmt: skip
     return JobContext(
         job.id, job.type, job.queue, job.attempt, job.max_attempts, cancel, on_progress,
         job_log, job.workflow_id, {p.ref: p.result for p in parents},
         tuple(p.ref for p in parents if p.status != "completed"),
-        () if job.tags is None else tuple(job.tags),
-        job.meta,
+        () if job.tags is None else tuple(job.tags), job.meta_json,
     )  # fmt: skip

@@ -4,19 +4,28 @@
 -- $8 is "now": NULL for the database's clock, a time for a test's (db/store.py).
 -- $9: each job's trace context (JSON), or NULL.
 -- $10: each job's concurrency key (migration 0020), or NULL.
--- $11, $12: each job's tags, as a JSON array, and metadata (migration 0030), or NULL:
--- arrays of arrays must be rectangular in PostgreSQL, so each job's tags travel as text.
-INSERT INTO {schema}.jobs (type, queue, payload, priority, max_attempts, run_at, trace_context,
-                           concurrency_key, tags, meta)
-SELECT n.type, n.queue, n.payload::jsonb, n.priority, n.max_attempts,
-       COALESCE(n.run_at, COALESCE($8::timestamptz, now()) + make_interval(secs => COALESCE(n.delay, 0))),
-       n.trace::jsonb, n.key,
-       CASE WHEN n.tags IS NOT NULL
-            THEN ARRAY(SELECT jsonb_array_elements_text(n.tags::jsonb)) END,
-       n.meta::jsonb
-FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::integer[],
-            $6::timestamptz[], $7::float8[], $9::text[], $10::text[], $11::text[], $12::text[])
-     WITH ORDINALITY AS n(type, queue, payload, priority, max_attempts, run_at, delay, trace, key,
-                          tags, meta, ord)
-ORDER BY n.ord
-RETURNING *
+-- $12: each job's metadata (migration 0030), or NULL. $11: every job's tags, one job's
+-- after another; $13, $14: where each job's begin and end among them, or NULL for none
+-- (arrays of arrays must be rectangular in PostgreSQL). NULL arrays when no job has any.
+-- A job with tags or metadata gets its row in job_labels in the same statement
+-- (migration 0031 says why not by a trigger).
+WITH job AS (
+    INSERT INTO {schema}.jobs (type, queue, payload, priority, max_attempts, run_at, trace_context,
+                               concurrency_key, tags, meta)
+    SELECT n.type, n.queue, n.payload::jsonb, n.priority, n.max_attempts,
+           COALESCE(n.run_at, COALESCE($8::timestamptz, now()) + make_interval(secs => COALESCE(n.delay, 0))),
+           n.trace::jsonb, n.key,
+           ($11::text[])[n.tags_from:n.tags_to],
+           n.meta::jsonb
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::integer[],
+                $6::timestamptz[], $7::float8[], $9::text[], $10::text[], $12::text[],
+                $13::integer[], $14::integer[])
+         WITH ORDINALITY AS n(type, queue, payload, priority, max_attempts, run_at, delay, trace, key,
+                              meta, tags_from, tags_to, ord)
+    ORDER BY n.ord
+    RETURNING *
+), labels AS (  -- the search's copy (migration 0031)
+    INSERT INTO {schema}.job_labels (job_id, tags, meta)
+    SELECT id, tags, meta FROM job WHERE tags IS NOT NULL OR meta IS NOT NULL
+)
+SELECT * FROM job

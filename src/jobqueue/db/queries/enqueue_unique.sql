@@ -11,6 +11,14 @@
 -- $11 is the enqueuer's trace context (JSON), or NULL.
 -- $12 is the job's concurrency key (migrations 0020, 0021), or NULL.
 -- $13, $14: its tags and metadata (migration 0030), or NULL.
-SELECT *
-FROM {schema}.enqueue_unique($1, $2, $3::jsonb, $4, $5, $6, $7::float8, $8, $9,
-                             $10::timestamptz, $11::jsonb, $12::text, $13::text[], $14::jsonb)
+-- A job with tags or metadata gets its row in job_labels in the same statement
+-- (migration 0031 says why not by a trigger).
+WITH job AS (
+    SELECT *
+    FROM {schema}.enqueue_unique($1, $2, $3::jsonb, $4, $5, $6, $7::float8, $8, $9,
+                                 $10::timestamptz, $11::jsonb, $12::text, $13::text[], $14::jsonb)
+), labels AS (  -- the search's copy (migration 0031)
+    INSERT INTO {schema}.job_labels (job_id, tags, meta)
+    SELECT id, tags, meta FROM job WHERE tags IS NOT NULL OR meta IS NOT NULL
+)
+SELECT * FROM job
