@@ -19,10 +19,11 @@ import asyncpg
 from jobqueue.config import Settings
 from jobqueue.db.connections import AppConnection, executor_for
 from jobqueue.db.embedded import EmbeddedPostgres
-from jobqueue.db.migrate import migrate
+from jobqueue.db.migrate import SchemaStatus, dry_run, migrate, status
 from jobqueue.db.pool import connect_session, create_pool, raises_unavailable, resolve_dsn
 from jobqueue.db.query_base import Clock
 from jobqueue.db.records import JobRow, UniqueKey
+from jobqueue.db.sql import Migration
 from jobqueue.db.store import Store
 from jobqueue.enqueue.enqueuer import Enqueuer, insert, on_pool, opened
 from jobqueue.model.job import Job
@@ -144,6 +145,14 @@ class Database:
         finally:
             await conn.close()
 
+    async def on_session(self, call: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        """``call`` on a connection of its own (``session``), closed after."""
+        conn = await self.session()
+        try:
+            return await call(conn)
+        finally:
+            await conn.close()
+
     async def session(self) -> asyncpg.Connection:
         """A connection of its own, to the direct session if there is one, else
         through the pooler."""
@@ -219,6 +228,18 @@ class Connected:
     async def migrate(self) -> list[int]:
         """Apply the schema; returns the migration versions applied now."""
         return await self._database.migrate()
+
+    @raises_unavailable
+    async def schema_status(self) -> SchemaStatus:
+        """The migrations applied and those pending (``jobqueue migrate --status``)."""
+        schema = self._database.settings.schema
+        return await self._database.on_session(lambda conn: status(conn, schema))
+
+    @raises_unavailable
+    async def migrate_dry_run(self) -> list[tuple[Migration, list[str]]]:
+        """The pending migrations and the locks each takes, applied and rolled back."""
+        schema = self._database.settings.schema
+        return await self._database.on_session(lambda conn: dry_run(conn, schema))
 
     @raises_unavailable
     async def ping(self) -> None:

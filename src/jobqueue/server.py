@@ -20,8 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import asyncpg
+
 from jobqueue import observability, wakeups
 from jobqueue.app import JobQueue
+from jobqueue.db.migrate import code_version
 from jobqueue.db.pool import is_unavailable, pooler_refusal
 from jobqueue.logs import get_logger
 from jobqueue.tls import tls_files
@@ -249,6 +252,8 @@ async def wait_for_database(jq: JobQueue, stop: asyncio.Event, *, migrate: bool)
             await jq.pool()
             if migrate:
                 await jq.migrate()
+            else:
+                await check_schema(jq)
             return True
         except Exception as exc:
             refusal = pooler_refusal(exc)
@@ -262,6 +267,24 @@ async def wait_for_database(jq: JobQueue, stop: asyncio.Event, *, migrate: bool)
                 await asyncio.wait_for(stop.wait(), backoff)
             backoff = min(backoff * 2, 5.0)
     return False
+
+
+async def check_schema(jq: JobQueue) -> None:
+    """StartupError, in one line, when the database's schema is older than this code
+    needs (a process started with migrations off, before `jobqueue migrate` ran). A
+    newer schema is fine: a release's processes keep working beside the next one's
+    migrations (docs/migrations.md). A role that may not read the migrations table
+    (granted before it was in `jobqueue grants`) is not checked."""
+    try:
+        found = await jq.schema_status()
+    except asyncpg.InsufficientPrivilegeError:
+        return
+    needed = code_version()
+    if found.version < needed:
+        raise StartupError(
+            f"the database's schema {jq.settings.schema!r} is at migration {found.version} "
+            f"and this jobqueue needs {needed}: run `jobqueue migrate`"
+        )
 
 
 def install_signal_handlers(stop: asyncio.Event, force: asyncio.Event) -> None:

@@ -19,6 +19,7 @@ from jobqueue.cli.common import (
     with_jobqueue,
 )
 from jobqueue.db import grants
+from jobqueue.db.migrate import SchemaStatus, code_version
 from jobqueue.db.sql import migrations
 from jobqueue.server import StartupError
 
@@ -30,7 +31,20 @@ def add_admin_commands(commands: Commands) -> None:
         "bench", add_help=False, help="measure throughput and latency, with peers (--help)"
     )
 
-    cmd = commands.add_parser("migrate", help="apply the schema and exit")
+    cmd = commands.add_parser(
+        "migrate",
+        help="apply the schema and exit",
+        description="Apply the migrations the database has not had, in one transaction. "
+        "--status lists the applied and pending ones; --dry-run applies the pending ones "
+        "in a transaction it rolls back, and prints the locks each took.",
+    )
+    shown = cmd.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--status", action="store_true", help="list applied and pending; change nothing"
+    )
+    shown.add_argument(
+        "--dry-run", action="store_true", help="print what would run and its locks; change nothing"
+    )
     add_setting_flags(cmd, DATABASE_SETTINGS)
     cmd.set_defaults(run=run_migrate)
 
@@ -62,9 +76,28 @@ def run_bench(argv: list[str]) -> int:
 
 def run_migrate(args: argparse.Namespace) -> int:
     jq = client(args)
+    if args.status:
+        print_status(with_jobqueue(jq, jq.schema_status))
+        return 0
+    if args.dry_run:
+        planned = with_jobqueue(jq, jq.migrate_dry_run)
+        for migration, locks in planned:
+            print(f"{migration.version:4d}  {migration.name}")
+            for lock in locks:
+                print(f"      {lock}")
+        print(f"{len(planned)} pending; nothing was changed" if planned else "schema up to date")
+        return 0
     applied = with_jobqueue(jq, jq.migrate)
     print(f"applied migrations: {', '.join(map(str, applied))}" if applied else "schema up to date")
     return 0
+
+
+def print_status(found: SchemaStatus) -> None:
+    for version, name, applied_at in found.applied:
+        print(f"applied  {version:4d}  {name:32s} {applied_at:%Y-%m-%d %H:%M:%S %Z}")
+    for migration in found.pending:
+        print(f"pending  {migration.version:4d}  {migration.name}")
+    print(f"schema at {found.version}, this jobqueue needs {code_version()}")
 
 
 def run_grants(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ Part of the Store (db/store.py), which inherits it."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from jobqueue.db.query_base import QueryBase, _count, _or_none
@@ -95,6 +96,21 @@ class AdminQueries(QueryBase):
 
     async def migrations_applied(self) -> set[int]:
         return {row["version"] for row in await self.db.fetch(self._q.migrations_applied)}
+
+    async def migrations_list(self) -> list[tuple[int, str, datetime]]:
+        """Version, name and time of each applied migration; raises UndefinedTableError
+        (or InvalidSchemaNameError) before the first."""
+        rows = await self.db.fetch(self._q.migrations_list)
+        return [(r["version"], r["name"], r["applied_at"]) for r in rows]
+
+    async def migration_relations(self) -> list[int]:
+        """The oids of the schema's relations as they are now."""
+        return list(await self.db.fetchval(self._q.migration_relations, self.schema) or [])
+
+    async def migration_locks(self, *, existing: list[int]) -> dict[str, tuple[str, bool]]:
+        """The strongest lock held on each relation, and whether it is in ``existing``."""
+        rows = await self.db.fetch(self._q.migration_locks, existing)
+        return {r["relation"]: (r["mode"], r["existed"]) for r in rows}
 
     async def migrations_record(self, *, version: int, name: str) -> None:
         await self.db.execute(self._q.migrations_record, version, name)

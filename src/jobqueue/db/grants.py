@@ -50,6 +50,7 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         # The leader's ticks (FOR UPDATE SKIP LOCKED) and its code's schedules.
         "schedules": "SELECT, INSERT, UPDATE, DELETE",
         "job_labels": "INSERT",  # the tags and metadata of the jobs it inserts (ticks)
+        "jobqueue_migrations": "SELECT",  # a start without migrating checks the schema
     },
     "api": {
         # enqueue, cancel, retry, edit, delete; HTTP workers' claims
@@ -73,6 +74,7 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         "job_types": "SELECT",  # declared types, which POST /jobs accepts and checks
         "job_labels": "SELECT, INSERT",  # the search's tags and metadata (migration 0031)
         "schedules": "SELECT, INSERT, UPDATE, DELETE",  # /schedules; with API_MAINTENANCE, ticks
+        "jobqueue_migrations": "SELECT",  # a start without migrating checks the schema
     },
 }
 

@@ -105,8 +105,11 @@ class Queries:
     limit_lock: str
     limit_next_start: str
     migration_lock: str
+    migration_locks: str
+    migration_relations: str
     migrations_applied: str
     migrations_create: str
+    migrations_list: str
     migrations_record: str
     outcome_applied: str
     ping: str
