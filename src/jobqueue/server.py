@@ -120,7 +120,7 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
             sock = listen_socket(settings.host, settings.port)
         metrics = observability.start_metrics(settings, jq.tasks, http=roles.api)
         dsn = jq.direct_dsn  # the workers' LISTEN
-        if not await wait_for_database(jq, stop, migrate=settings.migrate):
+        if not await wait_for_database(jq, stop, migrate=settings.migrate, checked=True):
             return 0  # stopped before the database could be reached
         pool = await jq.pool()
         worker = (
@@ -242,17 +242,19 @@ async def http_auth(jq: JobQueue, stop: asyncio.Event) -> tuple[bool, str | None
     return False, admin
 
 
-async def wait_for_database(jq: JobQueue, stop: asyncio.Event, *, migrate: bool) -> bool:
-    """Connect (and migrate if ``migrate``), retrying while the database is unreachable:
-    a process started during an outage waits for it instead of exiting. False if
-    stopped first."""
+async def wait_for_database(
+    jq: JobQueue, stop: asyncio.Event, *, migrate: bool, checked: bool = False
+) -> bool:
+    """Connect (and migrate if ``migrate``, else check the schema if ``checked``),
+    retrying while the database is unreachable: a process started during an outage
+    waits for it instead of exiting. False if stopped first."""
     backoff = 0.5
     while not stop.is_set():
         try:
             await jq.pool()
             if migrate:
                 await jq.migrate()
-            else:
+            elif checked:
                 await check_schema(jq)
             return True
         except Exception as exc:

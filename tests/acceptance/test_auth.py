@@ -23,7 +23,9 @@ import pytest
 
 from jobqueue.auth.tokens import new_token
 from jobqueue.config import Settings
+from jobqueue.db.migrate import code_version
 from jobqueue.db.store import Store
+from jobqueue.release import version
 from tests.conftest import Process, Spawn, free_port, free_ports, jobqueue
 
 pytestmark = pytest.mark.anyio
@@ -241,7 +243,13 @@ async def test_a_client_that_keeps_failing_is_refused_for_a_while(
         blocked = await client.get("/jobs", headers={"Authorization": f"Bearer {admin}"})
         assert blocked.status_code == 429
         assert 1 <= int(blocked.headers["retry-after"]) <= 60
-        assert (await client.get("/healthz")).status_code == 200
+        health = await client.get("/healthz")  # open to all, with the release
+        assert health.status_code == 200
+        assert health.json() == {
+            "status": "ok",
+            "version": version(),
+            "schema_version": code_version(),
+        }
 
 
 async def test_revocation_reaches_a_second_api_process_within_a_second(

@@ -21,6 +21,8 @@ import asyncpg
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from jobqueue.db.migrate import code_version
+from jobqueue.release import version
 from tests.conftest import ROOT, Process, Spawn, free_port, free_ports
 
 # One job of each kind runs: completed; retried then completed; retried then failed;
@@ -296,6 +298,9 @@ def test_a_worker_port_serves_the_sum_of_its_processes_through_a_kill(
     wait_until(counted)
     first = scrapes()
     assert total(first, "jobqueue_jobs_enqueued_total", type="other") == len(unknown)
+    # Each port reports its release once, the two worker processes' included.
+    release = {"version": version(), "schema": str(code_version())}
+    assert [s.total("jobqueue_build_info", **release) for s in first] == [1, 1, 1]
     assert not any(name.startswith("mystery") for s in first for _, labels in s.samples
                    for _, name in labels)  # fmt: skip
     # The API alone exports neither the queue gauges nor those of workers it does not run.

@@ -15,6 +15,8 @@ from jobqueue import demo
 from jobqueue.api import create_app
 from jobqueue.app import JobQueue
 from jobqueue.config import Settings
+from jobqueue.db.migrate import code_version
+from jobqueue.release import version
 
 pytestmark = pytest.mark.anyio
 
@@ -122,7 +124,11 @@ async def test_list_is_newest_first_with_keyset_pages_and_filters(
 
 
 async def test_health_and_readiness(client: httpx.AsyncClient) -> None:
-    assert (await client.get("/healthz")).json() == {"status": "ok"}
+    assert (await client.get("/healthz")).json() == {
+        "status": "ok",
+        "version": version(),
+        "schema_version": code_version(),
+    }
     ready = await client.get("/readyz")
     assert ready.status_code == 200
     assert ready.json()["database"] == "ok"

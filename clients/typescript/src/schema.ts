@@ -358,7 +358,8 @@ export interface paths {
         };
         /**
          * Is the process alive?
-         * @description The process answers; says nothing about the database (see /readyz).
+         * @description The process answers, with its release; says nothing about the database (see
+         *     /readyz).
          */
         get: operations["healthz_healthz_get"];
         put?: never;
@@ -1191,6 +1192,16 @@ export interface components {
         Health: {
             /** Status */
             status: string;
+            /**
+             * Version
+             * @description This process's jobqueue release (CHANGELOG.md).
+             */
+            version: string;
+            /**
+             * Schema Version
+             * @description The last migration this release's code needs (docs/migrations.md).
+             */
+            schema_version: number;
         };
         /** HeartbeatAnswer */
         HeartbeatAnswer: {

@@ -9,11 +9,13 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import JSONResponse
 
+from jobqueue import release
 from jobqueue.api.responses import UNAVAILABLE
 from jobqueue.api.schemas import Health, Readiness
 from jobqueue.api.state import jobqueue
 from jobqueue.auth import access
 from jobqueue.auth.authenticator import require
+from jobqueue.db.migrate import code_version
 from jobqueue.db.pool import is_unavailable
 from jobqueue.model.job import WorkerInfo
 from jobqueue.model.tokens import Principal, Scope
@@ -40,8 +42,9 @@ async def list_workers(
 
 @router.get("/healthz", response_model=Health, summary="Is the process alive?")
 async def healthz() -> Health:
-    """The process answers; says nothing about the database (see /readyz)."""
-    return Health(status="ok")
+    """The process answers, with its release; says nothing about the database (see
+    /readyz)."""
+    return Health(status="ok", version=release.version(), schema_version=code_version())
 
 
 @router.get(

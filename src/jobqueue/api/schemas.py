@@ -134,6 +134,10 @@ class QueueList(BaseModel):
 
 class Health(BaseModel):
     status: str
+    version: str = Field(description="This process's jobqueue release (CHANGELOG.md).")
+    schema_version: int = Field(
+        description="The last migration this release's code needs (docs/migrations.md)."
+    )
 
 
 class Readiness(BaseModel):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import sys
 from collections.abc import Sequence
 
+from jobqueue import release
 from jobqueue.cli import (
     admin,
     audit,
@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="A background job service on PostgreSQL.",
         formatter_class=HelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"jobqueue {version()}")
+    parser.add_argument("--version", action="version", version=f"jobqueue {release.version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # The help lists the commands in the order they are added: hence enqueue and jobs,
     # both of jobs.py, apart.
@@ -97,10 +97,3 @@ class HelpFormatter(argparse.HelpFormatter):
             indent = self._current_indent + self._indent_increment
             longest = max(map(len, names), default=0) + indent
             self._action_max_length = max(self._action_max_length, longest)
-
-
-def version() -> str:
-    try:
-        return importlib.metadata.version("jobqueue")
-    except importlib.metadata.PackageNotFoundError:  # run from a checkout, not installed
-        return "(not installed)"

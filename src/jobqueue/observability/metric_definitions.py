@@ -42,6 +42,16 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry | None) -> None:
         r = registry
         job = ["queue", "type"]
+        # 1, labelled with the release and the schema its code needs: which release a
+        # fleet runs, in the middle of an upgrade too (max: one per version, not a sum).
+        self.build_info = Gauge(
+            "jobqueue_build_info",
+            "This process's release (version) and the last migration its code needs "
+            "(schema); always 1.",
+            ["version", "schema"],
+            multiprocess_mode="max",
+            registry=r,
+        )
         self.enqueued = Counter(
             "jobqueue_jobs_enqueued", "Jobs stored by this process.", job, registry=r
         )

@@ -44,7 +44,9 @@ from prometheus_client import (
     start_http_server,
 )
 
+from jobqueue import release
 from jobqueue.config import ConfigError, Settings
+from jobqueue.db.migrate import code_version
 from jobqueue.db.query_base import Clock
 from jobqueue.db.records import JobOptions, Rescued
 from jobqueue.db.store import Store
@@ -83,6 +85,7 @@ class ProcessMetrics:
             multiprocess.MultiProcessCollector(self.registry, path=directory)  # type: ignore[no-untyped-call]
         self._values = None if directory else self.registry
         self.metrics = Metrics(self._values)
+        self.metrics.build_info.labels(release.version(), str(code_version())).set(1)
         self.worker_metrics: WorkerMetrics | None = None
         self._attempts: list[AttemptLog] = []
         self._claims: list[float] = []  # claim statements' seconds, since the last flush
