@@ -301,7 +301,7 @@ class JobQueue(Connected):
         names it)."""
         if "unique_key" in options or "unique_for" in options or "on_conflict" in options:
             raise TypeError("enqueue_many: a unique key names one job; enqueue each such job")
-        resolved = self._rows.options(type, options)
+        resolved, tags, meta = self._rows.options(type, options)
         encoded, keys = self._rows.payloads(resolved.type, payloads)
         if not encoded:
             return []
@@ -316,8 +316,8 @@ class JobQueue(Connected):
                 payloads=encoded,
                 trace=trace,
                 keys=keys if any(k is not None for k in keys) else None,
-                tags=fields.check_tags(options.get("tags")),
-                meta=fields.meta_json(options.get("meta")),
+                tags=tags,
+                meta=meta,
             ),
         )
         observability.enqueued([resolved], len(ids))

@@ -139,11 +139,8 @@ class Database:
 
     async def migrate(self) -> list[int]:
         # A connection of its own: a migration may outlast the pool's statement timeout.
-        conn = await self.session()
-        try:
-            return await migrate(conn, self.settings.schema)
-        finally:
-            await conn.close()
+        schema = self.settings.schema
+        return await self.on_session(lambda conn: migrate(conn, schema))
 
     async def on_session(self, call: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
         """``call`` on a connection of its own (``session``), closed after."""

@@ -340,7 +340,7 @@ def _may_use(who: Principal, jq: JobQueue, type: str, queue: str | None) -> None
     if not who.restricted:
         return
     options: dict[str, Any] = {} if queue is None else {"queue": queue}
-    resolved = jq.schedules.rows().options(type, options)  # type: ignore[arg-type]
+    resolved, _, _ = jq.schedules.rows().options(type, options)  # type: ignore[arg-type]
     refusal = access.may_enqueue(who, queue=resolved.queue, type=type, field="body")
     if refusal is not None:
         raise refusal

@@ -48,10 +48,13 @@ class Rows:
             None if not meta else _JSON.encode(meta),
         )  # fmt: skip
 
-    def options(self, type: str, options: BatchOptions) -> JobOptions:
-        """A batch's type and options, checked, with its task's defaults."""
-        _check(options)
-        return self._resolved(type, options)
+    def options(
+        self, type: str, options: BatchOptions
+    ) -> tuple[JobOptions, list[str] | None, str | None]:
+        """A batch's type and options, checked, with its task's defaults; and its tags
+        and metadata as stored."""
+        tags, meta = _check(options)
+        return self._resolved(type, options), tags, meta
 
     def _row(
         self,

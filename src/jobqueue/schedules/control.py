@@ -162,7 +162,7 @@ class Schedules:
 
     def queue_of(self, schedule: ScheduleInfo) -> str:
         """The queue the schedule's jobs go to, as this process resolves it."""
-        return self.rows().options(schedule.type, options_of(schedule)).queue
+        return self.rows().options(schedule.type, options_of(schedule))[0].queue
 
     # -- helpers ---------------------------------------------------------------------
 
