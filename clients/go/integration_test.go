@@ -12,6 +12,7 @@ import (
 	"math/rand"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -408,5 +409,56 @@ func TestLiveAWorkerStoppingHandsBackTheJobsItsShutdownInterrupted(t *testing.T)
 	}
 	if s := w.Stats(); s.Claimed != 1 || s.Released != 1 || s.Retried != 0 || s.Failed != 0 {
 		t.Fatalf("%+v", s)
+	}
+}
+
+func TestLiveASnoozedJobRunsAgainLaterItsAttemptNotCounted(t *testing.T) {
+	client, queue := live(t)
+	ctx := context.Background()
+	var runs int32
+	w := liveWorker(t, client, queue, map[string]HandlerFunc{
+		"poll": func(ctx context.Context, job *Job) (any, error) {
+			if atomic.AddInt32(&runs, 1) == 1 {
+				return nil, fmt.Errorf("partner down: %w", Snooze(200*time.Millisecond))
+			}
+			return "ready", nil
+		},
+	})
+	job, err := client.Enqueue(ctx, "poll", nil, &EnqueueOptions{Queue: queue, MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := waitFor(t, client, job.ID)
+	// One attempt allowed, and the snooze did not spend it.
+	if done.Status != Completed || done.Attempts != 1 || string(done.Result) != `"ready"` {
+		t.Fatalf("%+v", done)
+	}
+	if s := w.Stats(); s.Snoozed != 1 || s.Retried != 0 || s.Failed != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+	attempts, err := client.Attempts(ctx, job.ID)
+	if err != nil || len(attempts) != 2 || attempts[0].Error != "snoozed for 0.200s" ||
+		attempts[1].Attempt != 1 || attempts[1].Error != "" {
+		t.Fatalf("attempts %+v %v", attempts, err)
+	}
+
+	// By hand, for a loop of one's own.
+	byHand := queue + "-hand"
+	other, err := client.Enqueue(ctx, "poll", nil, &EnqueueOptions{Queue: byHand})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := client.Claim(ctx, ClaimRequest{Worker: "w1", Queues: []string{byHand}, Max: 1, LeaseSeconds: 30})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim %+v %v", claimed, err)
+	}
+	applied, err := client.Snooze(ctx, other.ID, claimed[0].Lease, time.Hour)
+	if err != nil || applied.Status != Pending || applied.RetryInSeconds == nil || *applied.RetryInSeconds != 3600 {
+		t.Fatalf("snooze %+v %v", applied, err)
+	}
+	// Sent again (its answer lost, say), the same snooze is answered the same.
+	again, err := client.Snooze(ctx, other.ID, claimed[0].Lease, time.Hour)
+	if err != nil || again.Status != Pending {
+		t.Fatalf("the snooze sent again: %+v %v", again, err)
 	}
 }

@@ -56,6 +56,21 @@ func RetryIn(d time.Duration, err error) error {
 	return &retryError{err, d}
 }
 
+type snoozeError struct{ delay time.Duration }
+
+func (s *snoozeError) Error() string { return fmt.Sprintf("snoozed for %s", s.delay) }
+
+// Snooze is what a handler returns when its job cannot run yet (a partner API is
+// down, a file is not there yet): the job runs again after d, this attempt not
+// counted for its retry policy. A job snoozed JOBQUEUE_MAX_SNOOZES times fails
+// instead, saying so. d under zero is zero.
+func Snooze(d time.Duration) error {
+	if d < 0 {
+		d = 0
+	}
+	return &snoozeError{d}
+}
+
 // PanicError is what a handler's panic becomes: the job's attempt fails with type
 // "panic", the panic's value as message, and the goroutine's stack as traceback.
 type PanicError struct {

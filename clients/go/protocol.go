@@ -117,6 +117,9 @@ type Outcome struct {
 	Error          *JobError       `json:"error,omitempty"`
 	RetryInSeconds *float64        `json:"retry_in_seconds,omitempty"`
 	Discard        bool            `json:"discard,omitempty"`
+	// SnoozeSeconds: a snooze, not a failure; the job runs again after this long,
+	// its attempt not counted (Snooze).
+	SnoozeSeconds *float64 `json:"snooze_seconds,omitempty"`
 }
 
 // Applied is the server's answer to an outcome, or to a release.
@@ -174,6 +177,23 @@ func (c *Client) Fail(ctx context.Context, id int64, lease string, jobErr JobErr
 	}
 	applied := &Applied{Lease: lease, OK: true}
 	_, err := c.do(ctx, &request{method: http.MethodPost, path: jobPath(id) + "/fail", body: body, out: applied})
+	if err != nil {
+		return nil, err
+	}
+	return applied, nil
+}
+
+// Snooze runs a leased job again after d, its attempt not counted for its retry
+// policy (POST /jobs/{id}/snooze). The answer's Status is pending; or failed once
+// the job was snoozed JOBQUEUE_MAX_SNOOZES times, or cancelled if it was asked to
+// stop. A lease that lost its job is ErrLeaseLost (409).
+func (c *Client) Snooze(ctx context.Context, id int64, lease string, d time.Duration) (*Applied, error) {
+	body := struct {
+		Lease   string  `json:"lease"`
+		Seconds float64 `json:"seconds"`
+	}{lease, d.Seconds()}
+	applied := &Applied{Lease: lease, OK: true}
+	_, err := c.do(ctx, &request{method: http.MethodPost, path: jobPath(id) + "/snooze", body: body, out: applied})
 	if err != nil {
 		return nil, err
 	}

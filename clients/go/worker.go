@@ -85,6 +85,7 @@ type Stats struct {
 	Claimed   int64 // jobs claimed
 	Completed int64 // completions applied
 	Retried   int64 // failed attempts, the job retried
+	Snoozed   int64 // snoozes applied: the job due again later, the attempt not counted
 	Failed    int64 // failed attempts, the job failed for good
 	Cancelled int64 // jobs ended cancelled (asked to stop)
 	Lost      int64 // leases lost: the job was rescued, ended, or deleted meanwhile
@@ -155,6 +156,7 @@ func (w *Worker) Stats() Stats {
 		Claimed:   atomic.LoadInt64(&w.stats.Claimed),
 		Completed: atomic.LoadInt64(&w.stats.Completed),
 		Retried:   atomic.LoadInt64(&w.stats.Retried),
+		Snoozed:   atomic.LoadInt64(&w.stats.Snoozed),
 		Failed:    atomic.LoadInt64(&w.stats.Failed),
 		Cancelled: atomic.LoadInt64(&w.stats.Cancelled),
 		Lost:      atomic.LoadInt64(&w.stats.Lost),
@@ -303,8 +305,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	close(stopBeating)
 	<-beating
 	s := w.Stats()
-	w.log.Printf("jobqueue: worker %s stopped: claimed %d, completed %d, retried %d, failed %d, cancelled %d, lost %d, released %d",
-		w.cfg.Name, s.Claimed, s.Completed, s.Retried, s.Failed, s.Cancelled, s.Lost, s.Released)
+	w.log.Printf("jobqueue: worker %s stopped: claimed %d, completed %d, retried %d, snoozed %d, failed %d, cancelled %d, lost %d, released %d",
+		w.cfg.Name, s.Claimed, s.Completed, s.Retried, s.Snoozed, s.Failed, s.Cancelled, s.Lost, s.Released)
 	return err
 }
 
@@ -454,7 +456,12 @@ func (w *Worker) execute(r *running) {
 			outcome.Result = raw
 		}
 	}
-	if err != nil {
+	var snoozed *snoozeError
+	switch {
+	case err != nil && errors.As(err, &snoozed):
+		s := snoozed.delay.Seconds()
+		outcome.SnoozeSeconds = &s
+	case err != nil:
 		if atomic.LoadInt32(&r.shutdown) == 1 && atomic.LoadInt32(&r.cancelRequested) == 0 {
 			// Interrupted by the shutdown, not at fault: hand it back, pending again at
 			// once for another worker, this attempt not counted.
@@ -592,7 +599,7 @@ func (w *Worker) send(ctx context.Context, batch []pendingOutcome) {
 		answers, err := w.client.Outcomes(ctx, outcomes)
 		if err == nil {
 			for i, a := range answers {
-				w.applied(batch[i].run, a)
+				w.applied(batch[i].run, batch[i].outcome, a)
 			}
 			return
 		}
@@ -688,11 +695,13 @@ func (w *Worker) releaseJob(ctx context.Context, r *running) {
 }
 
 // applied counts an outcome's answer and frees its slot.
-func (w *Worker) applied(r *running, a Applied) {
+func (w *Worker) applied(r *running, sent Outcome, a Applied) {
 	switch {
 	case !a.OK:
 		atomic.AddInt64(&w.stats.Lost, 1)
 		w.log.Printf("jobqueue: worker %s: job %d: outcome refused: %s", w.cfg.Name, r.job.ID, a.Detail)
+	case a.Status == Pending && sent.SnoozeSeconds != nil:
+		atomic.AddInt64(&w.stats.Snoozed, 1)
 	case a.Status == Completed:
 		atomic.AddInt64(&w.stats.Completed, 1)
 	case a.Status == Pending:

@@ -41,13 +41,13 @@ from jobqueue.db.pool import raises_unavailable, unavailable_raised
 from jobqueue.db.records import JobRow, UniqueKey
 from jobqueue.db.store import Store
 from jobqueue.enqueue.enqueuer import insert, insert_batch, opened
-from jobqueue.enqueue.rows import Rows
+from jobqueue.enqueue.rows import Rows, batch_rows, split_unique, unique_keys
 from jobqueue.http_workers.service import HttpWorkers
 from jobqueue.inspection import Inspector
 from jobqueue.job_types import DeclaredTypes
 from jobqueue.model import fields
 from jobqueue.model.job import RETRYABLE_STATES, Attempt, Job, JobStatus, QueueInfo, WorkerInfo
-from jobqueue.model.options import BatchOptions, EnqueueOptions
+from jobqueue.model.options import EnqueueOptions, ManyOptions
 from jobqueue.model.search import JobFilter
 from jobqueue.observability import trace_context
 from jobqueue.retry import RetryPolicy
@@ -291,35 +291,40 @@ class JobQueue(Connected):
         payloads: Iterable[Any],
         *,
         conn: asyncpg.Connection | None = None,
-        **options: Unpack[BatchOptions],
+        **options: Unpack[ManyOptions],
     ) -> list[int]:
         """Store one job of ``type`` per payload, all or none, in one statement; return
         their ids in order. Workers are woken once per batch, not once per job. An outage
         raises EnqueueFailed or EnqueueOutcomeUnknown, as ``enqueue`` does.
-        ``options``: ``enqueue``'s but a unique key (BatchOptions), each job's;
-        ``concurrency_key``: every job's key (default: each payload's own, as its task
-        names it)."""
-        if "unique_key" in options or "unique_for" in options or "on_conflict" in options:
-            raise TypeError("enqueue_many: a unique key names one job; enqueue each such job")
-        resolved, tags, meta = self._rows.options(type, options)
+        ``options``: ``enqueue``'s, every job's, but ``unique_keys``: one per payload
+        (None: none), each stored as ``enqueue`` stores a keyed job, in the batch's
+        transaction, its id the holder's where the key is taken; ``concurrency_key``:
+        every job's key (default: each payload's own, as its task names it)."""
+        batch, unique = split_unique(options)
+        resolved, tags, meta = self._rows.options(type, batch)
         encoded, keys = self._rows.payloads(resolved.type, payloads)
         if not encoded:
             return []
         concurrency_key = options.get("concurrency_key")
         if concurrency_key is not None:
             keys = [fields.check_concurrency_key(concurrency_key)] * len(encoded)
+        uniques = unique_keys(unique, len(encoded), resolved.delay_seconds)
         trace = trace_context.recorded(bulk=True)
-        ids = await self._database.write(
-            conn,
-            lambda store: store.enqueue_payloads(
-                options=resolved,
-                payloads=encoded,
-                trace=trace,
-                keys=keys if any(k is not None for k in keys) else None,
-                tags=tags,
-                meta=meta,
-            ),
-        )
+        if uniques is not None:
+            rows = batch_rows(resolved, encoded, keys, trace, tags, meta)
+            ids = await self._database.write(conn, lambda store: insert_batch(store, rows, uniques))
+        else:
+            ids = await self._database.write(
+                conn,
+                lambda store: store.enqueue_payloads(
+                    options=resolved,
+                    payloads=encoded,
+                    trace=trace,
+                    keys=keys if any(k is not None for k in keys) else None,
+                    tags=tags,
+                    meta=meta,
+                ),
+            )
         observability.enqueued([resolved], len(ids))
         if self.after_enqueue is not None and conn is None:
             await self.after_enqueue()

@@ -228,6 +228,7 @@ async def test_go_vet_and_go_test_pass_against_the_live_server(
         "TestLiveRefusalsAreTypedErrorsWithTheServersMessage",
         "TestLiveAReleasedJobIsPendingAgainItsAttemptNotCounted",
         "TestLiveAWorkerStoppingHandsBackTheJobsItsShutdownInterrupted",
+        "TestLiveASnoozedJobRunsAgainLaterItsAttemptNotCounted",
     }, output
 
 

@@ -103,3 +103,44 @@ async def test_a_batch_takes_unique_keys_each_job_as_one_enqueue_would(
     assert replaced is not None
     assert replaced.payload == {"v": 4}
     assert await count(db, schema) == 3
+
+
+async def test_enqueue_many_takes_a_unique_key_per_payload(
+    jq: JobQueue, db: asyncpg.Connection, schema: str
+) -> None:
+    holder = await jq.enqueue("x", {"v": 0}, unique_key="held")
+    ids = await jq.enqueue_many(
+        "x",
+        [{"v": 1}, {"v": 2}, {"v": 3}, {"v": 4}],
+        unique_keys=["new", None, "new", "held"],
+        on_conflict="replace",
+        tags=["import"],
+    )
+    assert ids[0] == ids[2]  # the third met the first, and replaced its payload
+    assert ids[3] == holder.id
+    assert len(set(ids)) == 3
+    assert await count(db, schema) == 3
+    jobs = {job_id: await jq.get(job_id) for job_id in set(ids)}
+    assert {i: (j.payload, j.tags) for i, j in jobs.items() if j is not None} == {
+        ids[0]: ({"v": 3}, ["import"]),
+        ids[1]: ({"v": 2}, ["import"]),
+        holder.id: ({"v": 4}, ["import"]),  # a holder replaced takes the tags given
+    }
+
+
+async def test_enqueue_many_refuses_bad_unique_keys_storing_nothing(
+    jq: JobQueue, db: asyncpg.Connection, schema: str
+) -> None:
+    with pytest.raises(ValueError, match=r"^unique_keys: 1 keys for 2 payloads$"):
+        await jq.enqueue_many("x", [{}, {}], unique_keys=["a"])
+    with pytest.raises(ValueError, match=r"^unique_keys\[1\]: unique_key: must be a string"):
+        await jq.enqueue_many("x", [{}, {}], unique_keys=["a", ""])
+    with pytest.raises(ValueError, match=r"^unique_keys\[0\]: on_conflict: debounce needs"):
+        await jq.enqueue_many("x", [{}], unique_keys=["a"], on_conflict="debounce")
+    with pytest.raises(ValueError, match=r"^unique_for: needs unique_keys$"):
+        await jq.enqueue_many("x", [{}], unique_for=5)
+    with pytest.raises(ValueError, match=r"^unique_keys: must be a list"):
+        await jq.enqueue_many("x", [{}], unique_keys="a")  # type: ignore[typeddict-item]
+    with pytest.raises(TypeError, match=r"unique_keys=\[\.\.\.\] gives each payload"):
+        await jq.enqueue_many("x", [{}], unique_key="a")  # type: ignore[call-arg]
+    assert await count(db, schema) == 0

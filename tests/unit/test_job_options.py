@@ -79,8 +79,13 @@ def test_every_path_takes_every_job_option() -> None:
     assert wrong == {}
 
 
-def test_a_batch_takes_every_option_but_a_unique_key() -> None:
-    assert keywords(JobQueue.enqueue_many) == set(BATCH_OPTIONS)
+def test_a_batch_takes_every_option_with_a_unique_key_per_payload() -> None:
+    assert keywords(JobQueue.enqueue_many) == set(BATCH_OPTIONS) | {
+        "unique_keys",
+        "unique_for",
+        "on_conflict",
+    }
+    assert set(BATCH_OPTIONS) == set(JOB_OPTIONS) - {"unique_key", "unique_for", "on_conflict"}
 
 
 def test_a_misspelt_option_is_named() -> None:
@@ -89,8 +94,8 @@ def test_a_misspelt_option_is_named() -> None:
         rows.options("report", {"delay": 5})
 
 
-def test_a_batch_refuses_a_unique_key() -> None:
+def test_a_batch_points_a_single_unique_key_to_unique_keys() -> None:
     jq = JobQueue(settings=load({}))
-    batch = jq.enqueue_many("report", [{}], unique_key="k")
-    with pytest.raises(TypeError, match="a unique key names one job"):
+    batch = jq.enqueue_many("report", [{}], unique_key="k")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"unique_keys=\[\.\.\.\] gives each payload its own key"):
         asyncio.run(batch)

@@ -5,13 +5,13 @@ payload type and encoded as JSON."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from jobqueue.config import Settings
-from jobqueue.db.records import JobOptions, JobRow
+from jobqueue.db.records import JobOptions, JobRow, UniqueKey
 from jobqueue.model import fields
-from jobqueue.model.options import JOB_OPTIONS, BatchOptions
+from jobqueue.model.options import JOB_OPTIONS, BatchOptions, ManyOptions
 from jobqueue.task import Task, job_options
 
 if TYPE_CHECKING:
@@ -155,6 +155,63 @@ class Rows:
             return _JSON.encode(payload)
         except ValueError as exc:  # NaN or Infinity: ValueError naming the field
             raise fields.unencodable(payload, "payload", exc) from None
+
+
+def batch_rows(
+    options: JobOptions,
+    payloads: Sequence[str],
+    keys: Sequence[str | None],
+    trace: str | None,
+    tags: list[str] | None,
+    meta: str | None,
+) -> list[JobRow]:
+    """A batch's rows, one per payload (JSON text) and its concurrency key."""
+    shared = (options.type, options.queue, options.priority, options.max_attempts,
+              options.run_at, options.delay_seconds)  # fmt: skip
+    return [JobRow(*shared, payload, trace, key, tags, meta)
+            for payload, key in zip(payloads, keys, strict=True)]  # fmt: skip
+
+
+def split_unique(options: ManyOptions) -> tuple[BatchOptions, ManyOptions]:
+    """``enqueue_many``'s options: those every job shares, and its unique keys."""
+    batch = cast("dict[str, Any]", dict(options))
+    if "unique_key" in batch:
+        raise TypeError("enqueue_many: unique_keys=[...] gives each payload its own key")
+    unique = {name: batch.pop(name) for name in ("unique_keys", "unique_for", "on_conflict")
+              if name in batch}  # fmt: skip
+    return cast("BatchOptions", batch), cast("ManyOptions", unique)
+
+
+def unique_keys(
+    unique: ManyOptions, count: int, delay_seconds: float | None
+) -> list[UniqueKey | None] | None:
+    """Each of ``count`` payloads' unique key, checked as ``enqueue`` checks one
+    (ValueError naming the key by its index); None when no payload has one."""
+    keys, hold, on_conflict = (
+        unique.get("unique_keys"),
+        unique.get("unique_for"),
+        unique.get("on_conflict"),
+    )
+    if keys is None:
+        for name, value in (("unique_for", hold), ("on_conflict", on_conflict)):
+            if value is not None:
+                raise ValueError(f"{name}: needs unique_keys")
+        return None
+    if isinstance(keys, str | bytes) or not isinstance(keys, Sequence):
+        raise ValueError(f"unique_keys: must be a list of keys (or None), one per payload, "
+                         f"got {keys!r}")  # fmt: skip
+    if len(keys) != count:
+        raise ValueError(f"unique_keys: {len(keys)} keys for {count} payloads")
+    uniques: list[UniqueKey | None] = []
+    for i, key in enumerate(keys):
+        if key is not None:
+            try:
+                fields.check_options(unique_key=key, unique_for=hold, on_conflict=on_conflict,
+                                     delay_seconds=delay_seconds)  # fmt: skip
+            except ValueError as exc:
+                raise ValueError(f"unique_keys[{i}]: {exc}") from None
+        uniques.append(UniqueKey.of(key, hold, on_conflict))
+    return uniques if any(uniques) else None
 
 
 def _check(options: BatchOptions) -> tuple[list[str] | None, str | None]:

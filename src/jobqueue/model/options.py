@@ -38,5 +38,14 @@ class EnqueueOptions(BatchOptions, total=False):
     on_conflict: str | None
 
 
+class ManyOptions(BatchOptions, total=False):
+    """``enqueue_many``'s options: a batch's, and a unique key per payload (None: that
+    job has none), the keyed jobs sharing ``unique_for`` and ``on_conflict``."""
+
+    unique_keys: Sequence[str | None] | None
+    unique_for: float | None
+    on_conflict: str | None
+
+
 JOB_OPTIONS: tuple[str, ...] = tuple(EnqueueOptions.__annotations__)
 BATCH_OPTIONS: tuple[str, ...] = tuple(BatchOptions.__annotations__)
