@@ -40,8 +40,8 @@ from jobqueue.db.connections import (
 from jobqueue.db.pool import raises_unavailable, unavailable_raised
 from jobqueue.db.records import JobRow, UniqueKey
 from jobqueue.db.store import Store
-from jobqueue.enqueue.enqueuer import insert, insert_batch, opened
-from jobqueue.enqueue.rows import Rows, batch_rows, split_unique, unique_keys
+from jobqueue.enqueue.enqueuer import insert, insert_batch, insert_many, opened
+from jobqueue.enqueue.rows import Rows
 from jobqueue.http_workers.service import HttpWorkers
 from jobqueue.inspection import Inspector
 from jobqueue.job_types import DeclaredTypes
@@ -300,32 +300,12 @@ class JobQueue(Connected):
         (None: none), each stored as ``enqueue`` stores a keyed job, in the batch's
         transaction, its id the holder's where the key is taken; ``concurrency_key``:
         every job's key (default: each payload's own, as its task names it)."""
-        batch, unique = split_unique(options)
-        resolved, tags, meta = self._rows.options(type, batch)
-        encoded, keys = self._rows.payloads(resolved.type, payloads)
-        if not encoded:
+        batch = self._rows.batch(type, payloads, options)
+        if not batch.payloads:
             return []
-        concurrency_key = options.get("concurrency_key")
-        if concurrency_key is not None:
-            keys = [fields.check_concurrency_key(concurrency_key)] * len(encoded)
-        uniques = unique_keys(unique, len(encoded), resolved.delay_seconds)
         trace = trace_context.recorded(bulk=True)
-        if uniques is not None:
-            rows = batch_rows(resolved, encoded, keys, trace, tags, meta)
-            ids = await self._database.write(conn, lambda store: insert_batch(store, rows, uniques))
-        else:
-            ids = await self._database.write(
-                conn,
-                lambda store: store.enqueue_payloads(
-                    options=resolved,
-                    payloads=encoded,
-                    trace=trace,
-                    keys=keys if any(k is not None for k in keys) else None,
-                    tags=tags,
-                    meta=meta,
-                ),
-            )
-        observability.enqueued([resolved], len(ids))
+        ids = await self._database.write(conn, lambda store: insert_many(store, batch, trace))
+        observability.enqueued([batch.options], len(ids))
         if self.after_enqueue is not None and conn is None:
             await self.after_enqueue()
         return ids

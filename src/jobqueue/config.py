@@ -208,6 +208,17 @@ class Settings:
         "milliseconds: lower notices a stuck server sooner, but a very large listing "
         "may need more.",
     )
+    migration_lock_timeout: float = setting(
+        "JOBQUEUE_MIGRATION_LOCK_TIMEOUT",
+        positive_seconds,
+        1.0,
+        "Longest a migration's statement waits for a lock on a table before it gives up; "
+        "the migration is then tried again after a pause, 30 times in all "
+        "(docs/migrations.md). While an ALTER TABLE waits behind a long transaction, every "
+        "enqueue and claim that comes after it waits too, so this bounds their wait. "
+        "Higher lets a migration through a busier database in fewer tries, at the cost "
+        "of longer stalls.",
+    )
     lease_seconds: float = setting(
         "JOBQUEUE_LEASE_SECONDS",
         positive_seconds,

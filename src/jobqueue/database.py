@@ -139,8 +139,8 @@ class Database:
 
     async def migrate(self) -> list[int]:
         # A connection of its own: a migration may outlast the pool's statement timeout.
-        schema = self.settings.schema
-        return await self.on_session(lambda conn: migrate(conn, schema))
+        schema, timeout = self.settings.schema, self.settings.migration_lock_timeout
+        return await self.on_session(lambda conn: migrate(conn, schema, lock_timeout=timeout))
 
     async def on_session(self, call: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
         """``call`` on a connection of its own (``session``), closed after."""

@@ -47,6 +47,9 @@ STORE_FILES = {*STORE_PARTS, "db/query_base.py", "db/connections.py"}
 ALLOWED = {
     # A migration is a script of statements, applied as a whole; not a query.
     ("db/migrate.py", "conn.execute(migration.sql)"),
+    # A migration outside a transaction, statement by statement, after the drops of
+    # invalid indexes that the store's query writes (an identifier is no parameter).
+    ("db/migrate.py", "conn.execute(statement)"),
 }
 SQL_TEXT = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|WITH|CREATE|ALTER|DROP)\s")
 # Where SQL text may be written besides .sql files, and why: it is printed, never run.

@@ -23,6 +23,7 @@ from jobqueue.cli import (
 from jobqueue.cli.common import Run, UsageError
 from jobqueue.config import ConfigError
 from jobqueue.db.embedded import EmbeddedPostgresError
+from jobqueue.db.migrate import MigrationLockTimeout
 from jobqueue.db.pool import is_unavailable, pooler_refusal
 from jobqueue.model.errors import DatabaseUnavailable
 from jobqueue.model.job import JobNotFound, JobStateError
@@ -43,7 +44,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     except (ConfigError, UsageError) as exc:
         print(f"jobqueue: error: {exc}", file=sys.stderr)
         code = 2
-    except (StartupError, EmbeddedPostgresError, JobNotFound, JobStateError) as exc:
+    except (StartupError, MigrationLockTimeout, EmbeddedPostgresError, JobNotFound,
+            JobStateError) as exc:  # fmt: skip
         print(f"jobqueue: error: {exc}", file=sys.stderr)
         code = 1
     except Exception as exc:

@@ -62,6 +62,24 @@ class AdminQueries(QueryBase):
         """Wait for the lock ``key``, held until this transaction ends."""
         await self.db.execute(self._q.migration_lock, key)
 
+    async def migration_lock_timeout(self, *, seconds: float) -> None:
+        """Give up a lock wait of this transaction after ``seconds``."""
+        await self.db.execute(self._q.migration_lock_timeout, f"{round(seconds * 1000)}ms")
+
+    async def migration_session_lock(self, *, key: int) -> bool:
+        """Take the lock ``key`` for this session if it is free; False if it is not."""
+        return bool(await self.db.fetchval(self._q.migration_session_lock, key))
+
+    async def migration_session_unlock(self, *, key: int) -> bool:
+        """Release the session's lock ``key``; False if it held none."""
+        return bool(await self.db.fetchval(self._q.migration_session_unlock, key))
+
+    async def migration_invalid_index_drops(self) -> list[str]:
+        """A statement dropping each of the schema's invalid indexes (what a concurrent
+        build that died leaves), for a migration outside a transaction to run."""
+        rows = await self.db.fetch(self._q.migration_invalid_index_drops, self.schema)
+        return [r["statement"] for r in rows]
+
     # -- API tokens ----------------------------------------------------------------------
 
     async def token_create(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import random
 import zlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -16,36 +18,119 @@ from jobqueue.logs import get_logger
 
 log = get_logger("jobqueue.migrate")
 
+# A migration's statement waits this long for a lock, then gives up and the migration
+# is tried again (JOBQUEUE_MIGRATION_LOCK_TIMEOUT); LOCK_ATTEMPTS times, pausing
+# LOCK_PAUSE seconds, doubled each time up to LOCK_PAUSE_MAX, between them: about two
+# minutes in all.
+DEFAULT_LOCK_TIMEOUT = 1.0
+LOCK_ATTEMPTS = 30
+LOCK_PAUSE, LOCK_PAUSE_MAX = 0.05, 5.0
+# How often a migration outside a transaction tries for the session's lock.
+SESSION_LOCK_POLL = 0.1
+
+
+class MigrationLockTimeout(Exception):
+    """A migration could not get its locks; the message is one line for the user."""
+
 
 def lock_key(schema: str) -> int:
     """A stable advisory-lock key per schema, so two schemas migrate independently."""
     return zlib.crc32(f"jobqueue.migrate.{schema}".encode())
 
 
-async def migrate(conn: asyncpg.Connection, schema: str) -> list[int]:
-    """Apply every migration not applied yet; return the versions applied now.
+async def migrate(
+    conn: asyncpg.Connection,
+    schema: str,
+    *,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    found: Sequence[Migration] | None = None,
+) -> list[int]:
+    """Apply every migration not applied yet, in order; return the versions applied now.
 
-    All of them in one transaction, under a lock of that transaction's: concurrent
-    starters wait for it and then find the migrations applied, a failure applies
-    none, and it holds through PgBouncer in transaction mode (no session needed)."""
+    Each in a transaction of its own, under a lock of that transaction's: concurrent
+    starters wait for it and then find it applied; a migration that fails is not
+    applied, and those before it stay applied; and it holds through PgBouncer in
+    transaction mode (no session needed). A statement that waits more than
+    ``lock_timeout`` seconds for a lock gives up, and its migration is tried again
+    after a pause, up to LOCK_ATTEMPTS times: queued behind a long transaction, an
+    ALTER TABLE would hold up every enqueue and claim queued behind it. A migration
+    marked NO_TRANSACTION (CREATE INDEX CONCURRENTLY) runs outside a transaction,
+    under the session's lock. ``found``: the migrations to apply (default: this
+    code's)."""
     store = Store(conn, schema)
     for create in (store.schema_create, store.migrations_create):
         await created_by_anyone(create)
-    applied = []
-    async with conn.transaction():
-        await store.migration_lock(key=lock_key(schema))
-        # Read after the wait: what a starter ahead of this one applied is seen.
-        done = await store.migrations_applied()
-        for migration in migrations(schema):
-            if migration.version in done:
-                continue
-            # A migration is a script of many statements, not a query of the store.
-            await conn.execute(migration.sql)
-            await store.migrations_record(version=migration.version, name=migration.name)
-            applied.append(migration)
-    for migration in applied:
-        log.info("migration applied", version=migration.version, name=migration.name)
-    return [migration.version for migration in applied]
+    pending = _pending(migrations(schema) if found is None else found,
+                       await store.migrations_applied())  # fmt: skip
+    key, applied = lock_key(schema), []
+    for migration in pending:
+        if migration.transactional:
+            done = await _in_transaction(conn, store, key, migration, lock_timeout)
+        else:
+            done = await _outside_transaction(conn, store, key, migration)
+        if done:
+            log.info("migration applied", version=migration.version, name=migration.name)
+            applied.append(migration.version)
+    return applied
+
+
+def _pending(found: Sequence[Migration], done: set[int]) -> list[Migration]:
+    # Read without the lock: an up-to-date schema, as at nearly every start, takes no
+    # lock and one query. Each pending one is read again under the lock.
+    return [migration for migration in found if migration.version not in done]
+
+
+async def _in_transaction(
+    conn: asyncpg.Connection, store: Store, key: int, migration: Migration, lock_timeout: float
+) -> bool:
+    """Apply ``migration`` in a transaction; False if another starter applied it."""
+    for attempt in range(1, LOCK_ATTEMPTS + 1):
+        try:
+            async with conn.transaction():
+                await store.migration_lock(key=key)
+                if migration.version in await store.migrations_applied():
+                    return False
+                # After the wait for our own lock, which may be long and blocks no one.
+                await store.migration_lock_timeout(seconds=lock_timeout)
+                # A migration is a script of many statements, not a query of the store.
+                await conn.execute(migration.sql)
+                await store.migrations_record(version=migration.version, name=migration.name)
+            return True
+        # A deadlock: a wait for our lock, in this transaction, while another starter's
+        # concurrent index build waits for this transaction to end. Ours gave way.
+        except (asyncpg.LockNotAvailableError, asyncpg.DeadlockDetectedError) as exc:
+            if attempt == LOCK_ATTEMPTS:
+                raise MigrationLockTimeout(
+                    f"migration {migration.version} ({migration.name}) waited more than "
+                    f"{lock_timeout:g}s for a lock {LOCK_ATTEMPTS} times ({exc}): a long "
+                    f"transaction holds it; run `jobqueue migrate` again once it has ended"
+                ) from exc
+            log.warning("migration gave up waiting for a lock; trying again",
+                        version=migration.version, name=migration.name, attempt=attempt,
+                        error=str(exc))  # fmt: skip
+            pause = min(LOCK_PAUSE_MAX, LOCK_PAUSE * 2**attempt)
+            await asyncio.sleep(pause * random.uniform(0.5, 1))  # starters apart
+    raise AssertionError("unreachable")
+
+
+async def _outside_transaction(
+    conn: asyncpg.Connection, store: Store, key: int, migration: Migration
+) -> bool:
+    """Apply ``migration`` statement by statement, outside a transaction, under the
+    session's migration lock; False if another starter applied it."""
+    # Polled: the lock is another session's, which no event here tells of.
+    while not await store.migration_session_lock(key=key):  # noqa: ASYNC110
+        await asyncio.sleep(SESSION_LOCK_POLL)
+    try:
+        if migration.version in await store.migrations_applied():
+            return False
+        # First the leftovers of a build that died, which IF NOT EXISTS would keep.
+        for statement in [*await store.migration_invalid_index_drops(), *migration.statements]:
+            await conn.execute(statement)
+        await store.migrations_record(version=migration.version, name=migration.name)
+        return True
+    finally:
+        await store.migration_session_unlock(key=key)
 
 
 async def created_by_anyone(create: Callable[[], Awaitable[None]]) -> None:
@@ -100,22 +185,34 @@ BLOCKS = {
     "ShareLock": "blocks writes",
 }
 
+# What the dry run says of a migration outside a transaction, which it does not try.
+OUTSIDE_A_TRANSACTION = (
+    "outside a transaction, statement by statement (CREATE INDEX CONCURRENTLY: "
+    "ShareUpdateExclusiveLock, which blocks no reads or writes); not tried here"
+)
+
 # Left out of the listing: what a query reading a table takes, which waits only for
 # locks that block reads.
 QUIET = ("AccessShareLock",)
 
 
-async def dry_run(conn: asyncpg.Connection, schema: str) -> list[tuple[Migration, list[str]]]:
+async def dry_run(
+    conn: asyncpg.Connection, schema: str, *, found: Sequence[Migration] | None = None
+) -> list[tuple[Migration, list[str]]]:
     """Each pending migration with the locks it took on the schema's tables, indexes
     and sequences (``mode on relation``, with what it blocks), found by applying them
-    all, in order, in one transaction that is then rolled back, as ``migrate`` applies
-    them: nothing is changed. A relation's strongest lock is listed once, under the
-    first migration to take it; locks on relations a migration created are left out,
-    since nobody else can see those before the commit. The locks are held until the
-    whole transaction commits, so the longest wait is the whole ``migrate``."""
+    all, in order, in one transaction that is then rolled back: nothing is changed. A
+    relation's strongest lock is listed once, under the first migration to take it;
+    locks on relations a migration created are left out, since nobody else can see
+    those before the commit. ``migrate`` holds each migration's locks until that
+    migration commits. A migration outside a transaction is not tried: what it does
+    cannot be rolled back. ``found``: the migrations (default: this code's)."""
     store = Store(conn, schema)
-    pending = (await status(conn, schema)).pending
-    found: list[tuple[Migration, list[str]]] = []
+    pending = _pending(
+        migrations(schema) if found is None else found,
+        {version for version, _, _ in (await status(conn, schema)).applied},
+    )
+    planned: list[tuple[Migration, list[str]]] = []
     tx = conn.transaction()
     await tx.start()
     try:
@@ -125,6 +222,9 @@ async def dry_run(conn: asyncpg.Connection, schema: str) -> list[tuple[Migration
         await store.migrations_create()
         held = await store.migration_locks(existing=existing)
         for migration in pending:
+            if not migration.transactional:
+                planned.append((migration, [OUTSIDE_A_TRANSACTION]))
+                continue
             await conn.execute(migration.sql)
             now = await store.migration_locks(existing=existing)
             taken = [
@@ -132,8 +232,8 @@ async def dry_run(conn: asyncpg.Connection, schema: str) -> list[tuple[Migration
                 for relation, (mode, existed) in now.items()
                 if existed and mode not in QUIET and held.get(relation, ("", True))[0] != mode
             ]
-            found.append((migration, taken))
+            planned.append((migration, taken))
             held = now
     finally:
         await tx.rollback()
-    return found
+    return planned

@@ -104,9 +104,13 @@ class Queries:
     limit_due: str
     limit_lock: str
     limit_next_start: str
+    migration_invalid_index_drops: str
     migration_lock: str
+    migration_lock_timeout: str
     migration_locks: str
     migration_relations: str
+    migration_session_lock: str
+    migration_session_unlock: str
     migrations_applied: str
     migrations_create: str
     migrations_list: str
@@ -196,11 +200,32 @@ def queries(schema: str) -> Queries:
     return Queries(schema=schema, **texts)
 
 
+# The first line of a migration that runs outside a transaction, one statement at a
+# time: what CREATE INDEX CONCURRENTLY needs (docs/migrations.md).
+NO_TRANSACTION = "-- jobqueue:no-transaction"
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int
     name: str
     sql: str
+
+    @property
+    def transactional(self) -> bool:
+        return not self.sql.startswith(NO_TRANSACTION)
+
+    @property
+    def statements(self) -> list[str]:
+        """A migration outside a transaction, statement by statement: each ends with a
+        semicolon at the end of its line, and each must be safe to run again (IF NOT
+        EXISTS), as a migrator that died may have run some of them."""
+        found = []
+        for text in self.sql.split(";\n"):
+            code = "\n".join(line for line in text.splitlines() if not line.startswith("--"))
+            if code.strip():
+                found.append(code.strip().removesuffix(";"))
+        return found
 
 
 @functools.cache

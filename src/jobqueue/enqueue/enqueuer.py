@@ -33,6 +33,7 @@ from jobqueue.db.pool import KeptConnection, error_text, is_unavailable, never_s
 from jobqueue.db.records import JobRow, UniqueKey
 from jobqueue.db.store import Store
 from jobqueue.enqueue.idempotency import IdempotencyKey, remembered_insert
+from jobqueue.enqueue.rows import Batch
 from jobqueue.model.errors import EnqueueError, EnqueueFailed, EnqueueOutcomeUnknown
 from jobqueue.model.job import Job
 
@@ -150,6 +151,21 @@ async def insert(
             debounce=unique.on_conflict == "debounce",
         )  # fmt: skip
     return await insert_unique(store, row, unique.key, unique.hold)
+
+
+async def insert_many(store: Store, batch: Batch, trace: str | None) -> list[int]:
+    """``enqueue_many``'s jobs: one statement for all, or, where some have unique keys,
+    as ``insert_batch`` stores them."""
+    if batch.uniques is not None:
+        return await insert_batch(store, batch.rows(trace), batch.uniques)
+    return await store.enqueue_payloads(
+        options=batch.options,
+        payloads=batch.payloads,
+        trace=trace,
+        keys=batch.keys if any(k is not None for k in batch.keys) else None,
+        tags=batch.tags,
+        meta=batch.meta,
+    )
 
 
 async def insert_batch(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from jobqueue.config import Settings
@@ -21,6 +22,22 @@ if TYPE_CHECKING:
 # allow_nan=False: NaN is not JSON, and jsonb would refuse the INSERT (with every job
 # sharing it, until each is tried alone).
 _JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """``enqueue_many``'s jobs, checked: one type and options, and per job its payload
+    (JSON text), concurrency key and unique key (None: no job has one)."""
+
+    options: JobOptions
+    payloads: list[str]
+    keys: list[str | None]
+    tags: list[str] | None
+    meta: str | None
+    uniques: list[UniqueKey | None] | None
+
+    def rows(self, trace: str | None) -> list[JobRow]:
+        return batch_rows(self.options, self.payloads, self.keys, trace, self.tags, self.meta)
 
 
 class Rows:
@@ -55,6 +72,18 @@ class Rows:
         and metadata as stored."""
         tags, meta = _check(options)
         return self._resolved(type, options), tags, meta
+
+    def batch(self, type: str, payloads: Iterable[Any], options: ManyOptions) -> Batch:
+        """``enqueue_many``'s jobs, every option and payload checked (ValueError naming
+        the field, a payload or a unique key by its index)."""
+        shared, unique = split_unique(options)
+        resolved, tags, meta = self.options(type, shared)
+        encoded, keys = self.payloads(resolved.type, payloads)
+        given = shared.get("concurrency_key")
+        if given is not None:
+            keys = [fields.check_concurrency_key(given)] * len(encoded)
+        uniques = unique_keys(unique, len(encoded), resolved.delay_seconds)
+        return Batch(resolved, encoded, keys, tags, meta, uniques)
 
     def _row(
         self,
