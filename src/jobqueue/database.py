@@ -233,8 +233,9 @@ class Connected:
         return await self._database.on_session(lambda conn: status(conn, schema))
 
     @raises_unavailable
-    async def migrate_dry_run(self) -> list[tuple[Migration, list[str]]]:
-        """The pending migrations and the locks each takes, applied and rolled back."""
+    async def migrate_dry_run(self) -> list[tuple[Migration, list[tuple[str, list[str]]]]]:
+        """The pending migrations, each with its statements that take locks and those
+        locks, applied and rolled back."""
         schema = self._database.settings.schema
         return await self._database.on_session(lambda conn: dry_run(conn, schema))
 

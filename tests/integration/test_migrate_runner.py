@@ -18,7 +18,7 @@ from jobqueue.db.sql import Migration, migrations
 from jobqueue.db.store import Store
 from tests.integration.test_bloat import schema_before
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.upgrade]
 
 # Each enqueue of the test gives up on a lock wait longer than this: a migration that
 # queued it longer makes it fail, which the test counts (no clock is read).
@@ -141,7 +141,7 @@ async def test_an_index_is_built_concurrently_once_outside_a_transaction(
         )
     found = later(schema, 9002, "extra_index", CONCURRENT_INDEX)
     [planned] = [locks for m, locks in await dry_run(db, schema, found=found) if m.version == 9002]
-    assert planned == [runner.OUTSIDE_A_TRANSACTION]
+    assert planned == [("", [runner.OUTSIDE_A_TRANSACTION])]
 
     conns = [await asyncpg.connect(pg_dsn) for _ in range(3)]
     try:

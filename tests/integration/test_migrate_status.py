@@ -46,12 +46,15 @@ async def test_the_status_lists_applied_and_pending_migrations(
 async def test_a_dry_run_shows_each_migrations_locks_and_changes_nothing(
     db: asyncpg.Connection, old_schema: str
 ) -> None:
-    planned = dict((m.version, locks) for m, locks in await dry_run(db, old_schema))
+    planned = dict((m.version, steps) for m, steps in await dry_run(db, old_schema))
     assert list(planned) == list(range(30, code_version() + 1))
-    # Migration 30 adds columns to jobs: a lock that stops enqueues and claims until the
-    # migration's transaction commits. 31 creates its own table: nobody waits on that.
-    assert f"AccessExclusiveLock on {old_schema}.jobs (blocks reads and writes)" in planned[30]
-    assert not any("job_labels" in lock for lock in planned[31])
+    # Migration 30's first statement adds columns to jobs: a lock that stops enqueues and
+    # claims until the migration's transaction commits. 31 creates its own table:
+    # nobody waits on that.
+    statement, locks = planned[30][0]
+    assert statement.startswith(f'ALTER TABLE "{old_schema}".jobs ADD COLUMN tags text[]')
+    assert f"AccessExclusiveLock on {old_schema}.jobs (blocks reads and writes)" in locks
+    assert not any("job_labels" in lock for _, locks in planned[31] for lock in locks)
     assert (await status(db, old_schema)).version == 29
     columns = await db.fetchval(
         "SELECT count(*) FROM information_schema.columns WHERE table_schema = $1 "
@@ -75,6 +78,15 @@ async def test_a_start_without_migrating_refuses_an_older_schema(
         )
         await migrate(db, old_schema)
         await check_schema(app)  # up to date: starts
+
+
+async def test_every_migration_applies_statement_by_statement(db: asyncpg.Connection) -> None:
+    """The dry run applies each statement alone: the statements are split where the
+    script's semicolons end them, not inside a function's body or a string."""
+    empty = f"t_{uuid.uuid4().hex[:12]}"
+    planned = await dry_run(db, empty)
+    assert [m.version for m, _ in planned] == list(range(1, code_version() + 1))
+    assert (await status(db, empty)).version == 0  # rolled back
 
 
 def test_the_cli_prints_the_status_and_the_dry_run(settings: Settings) -> None:

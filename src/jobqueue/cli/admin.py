@@ -81,10 +81,13 @@ def run_migrate(args: argparse.Namespace) -> int:
         return 0
     if args.dry_run:
         planned = with_jobqueue(jq, jq.migrate_dry_run)
-        for migration, locks in planned:
+        for migration, steps in planned:
             print(f"{migration.version:4d}  {migration.name}")
-            for lock in locks:
-                print(f"      {lock}")
+            for statement, locks in steps:
+                if statement:
+                    print(f"      {statement}")
+                for lock in locks:
+                    print(f"          {lock}" if statement else f"      {lock}")
         print(f"{len(planned)} pending; nothing was changed" if planned else "schema up to date")
         return 0
     applied = with_jobqueue(jq, jq.migrate)

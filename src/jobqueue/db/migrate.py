@@ -196,23 +196,28 @@ OUTSIDE_A_TRANSACTION = (
 QUIET = ("AccessShareLock",)
 
 
+# A statement as the dry run shows it: its first line, cut short.
+SHOWN = 96
+
+
 async def dry_run(
     conn: asyncpg.Connection, schema: str, *, found: Sequence[Migration] | None = None
-) -> list[tuple[Migration, list[str]]]:
-    """Each pending migration with the locks it took on the schema's tables, indexes
-    and sequences (``mode on relation``, with what it blocks), found by applying them
-    all, in order, in one transaction that is then rolled back: nothing is changed. A
-    relation's strongest lock is listed once, under the first migration to take it;
-    locks on relations a migration created are left out, since nobody else can see
-    those before the commit. ``migrate`` holds each migration's locks until that
-    migration commits. A migration outside a transaction is not tried: what it does
-    cannot be rolled back. ``found``: the migrations (default: this code's)."""
+) -> list[tuple[Migration, list[tuple[str, list[str]]]]]:
+    """Each pending migration with its statements that took locks on the schema's
+    tables, indexes and sequences, and those locks (``mode on relation``, with what it
+    blocks), found by applying them all, statement by statement, in one transaction
+    that is then rolled back: nothing is changed. A relation's strongest lock is listed
+    once, under the first statement to take it; locks on relations a migration created
+    are left out, since nobody else can see those before the commit. ``migrate`` holds
+    each migration's locks until that migration commits. A migration outside a
+    transaction is not tried: what it does cannot be rolled back. ``found``: the
+    migrations (default: this code's)."""
     store = Store(conn, schema)
     pending = _pending(
         migrations(schema) if found is None else found,
         {version for version, _, _ in (await status(conn, schema)).applied},
     )
-    planned: list[tuple[Migration, list[str]]] = []
+    planned: list[tuple[Migration, list[tuple[str, list[str]]]]] = []
     tx = conn.transaction()
     await tx.start()
     try:
@@ -223,17 +228,26 @@ async def dry_run(
         held = await store.migration_locks(existing=existing)
         for migration in pending:
             if not migration.transactional:
-                planned.append((migration, [OUTSIDE_A_TRANSACTION]))
+                planned.append((migration, [("", [OUTSIDE_A_TRANSACTION])]))
                 continue
-            await conn.execute(migration.sql)
-            now = await store.migration_locks(existing=existing)
-            taken = [
-                f"{mode} on {relation}" + (f" ({BLOCKS[mode]})" if mode in BLOCKS else "")
-                for relation, (mode, existed) in now.items()
-                if existed and mode not in QUIET and held.get(relation, ("", True))[0] != mode
-            ]
-            planned.append((migration, taken))
-            held = now
+            steps = []
+            for statement in migration.statements:
+                await conn.execute(statement)
+                now = await store.migration_locks(existing=existing)
+                taken = [
+                    f"{mode} on {relation}" + (f" ({BLOCKS[mode]})" if mode in BLOCKS else "")
+                    for relation, (mode, existed) in now.items()
+                    if existed and mode not in QUIET and held.get(relation, ("", True))[0] != mode
+                ]
+                if taken:
+                    steps.append((shown(statement), taken))
+                held = now
+            planned.append((migration, steps))
     finally:
         await tx.rollback()
     return planned
+
+
+def shown(statement: str) -> str:
+    first = " ".join(statement.split("\n", 1)[0].split())
+    return first if len(first) <= SHOWN else first[: SHOWN - 3] + "..."

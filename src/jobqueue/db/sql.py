@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from dataclasses import dataclass
 from importlib import resources
 
@@ -217,15 +218,38 @@ class Migration:
 
     @property
     def statements(self) -> list[str]:
-        """A migration outside a transaction, statement by statement: each ends with a
-        semicolon at the end of its line, and each must be safe to run again (IF NOT
+        """Its statements, in order (split_statements). A migration outside a
+        transaction runs them one by one, and each must be safe to run again (IF NOT
         EXISTS), as a migrator that died may have run some of them."""
-        found = []
-        for text in self.sql.split(";\n"):
-            code = "\n".join(line for line in text.splitlines() if not line.startswith("--"))
-            if code.strip():
-                found.append(code.strip().removesuffix(";"))
-        return found
+        return split_statements(self.sql)
+
+
+# What a script's semicolons hide in: a comment, a quoted string or identifier, or the
+# opening of a dollar-quoted body (a function's), which runs to its closing tag.
+_HIDES = re.compile(r"--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\$\w*\$|;", re.S)
+
+
+def split_statements(sql: str) -> list[str]:
+    """A script's statements, in order, each without its semicolon and the comments
+    before it."""
+    found, start, at = [], 0, 0
+    while match := _HIDES.search(sql, at):
+        token, at = match.group(0), match.end()
+        if token == ";":
+            found.append(sql[start : match.start()])
+            start = at
+        elif token.startswith("$"):
+            close = sql.find(token, at)
+            at = len(sql) if close < 0 else close + len(token)
+    found.append(sql[start:])
+    statements = []
+    for text in found:
+        lines = text.strip().splitlines()
+        while lines and (not lines[0].strip() or lines[0].lstrip().startswith("--")):
+            lines.pop(0)
+        if lines:
+            statements.append("\n".join(lines).strip())
+    return statements
 
 
 @functools.cache
