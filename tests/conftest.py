@@ -272,6 +272,19 @@ class Process:
 Spawn = Callable[..., Process]
 
 
+def fetch(dsn: str, sql: str, *args: object) -> list[asyncpg.Record]:
+    """``sql``'s rows, on a connection of its own, for a synchronous test."""
+
+    async def go() -> list[asyncpg.Record]:
+        conn = await asyncpg.connect(dsn)
+        try:
+            return await conn.fetch(sql, *args)
+        finally:
+            await conn.close()
+
+    return asyncio.run(go())
+
+
 def jobqueue(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """``jobqueue ARGS`` run to its end, its output captured."""
     return subprocess.run(

@@ -6,7 +6,6 @@ ticks again, and the keys answer as they did."""
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import time
 import urllib.parse
@@ -15,13 +14,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 
 from jobqueue.db.embedded import wheel_bin_dir
-from tests.apps.ledger_app import create_ledger
-from tests.conftest import Spawn, free_port
+from tests.apps.ledger_app import LEDGER_TABLE
+from tests.conftest import Spawn, fetch, free_port
 
 # Seconds: long enough that the dump comes first on a loaded machine, short enough
 # to wait for after the restore.
@@ -29,21 +27,10 @@ SCHEDULED_IN = 8
 RETRY_IN = 6
 
 
-def query(dsn: str, sql: str, *args: Any) -> list[asyncpg.Record]:
-    async def go() -> list[asyncpg.Record]:
-        conn = await asyncpg.connect(dsn)
-        try:
-            return await conn.fetch(sql, *args)
-        finally:
-            await conn.close()
-
-    return asyncio.run(go())
-
-
 def tools_for(dsn: str) -> Path:
     """The folder of pg_dump and pg_restore of the server's major version: a newer
     pg_restore sets parameters an older server does not know (transaction_timeout)."""
-    major = int(query(dsn, "SHOW server_version_num")[0][0]) // 10000
+    major = int(fetch(dsn, "SHOW server_version_num")[0][0]) // 10000
     for folder in (wheel_bin_dir(), Path(f"/usr/lib/postgresql/{major}/bin")):
         if not folder.is_dir():
             continue
@@ -88,9 +75,10 @@ def restored_database(pg_dsn: str) -> Any:
     """The name of a database to restore into, dropped afterwards."""
     name = f"restored_{uuid.uuid4().hex[:10]}"
     yield name
-    query(pg_dsn, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    fetch(pg_dsn, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@pytest.mark.upgrade
 def test_a_restored_backup_runs_every_unfinished_job_once(
     pg_dsn: str,
     schema: str,
@@ -99,7 +87,7 @@ def test_a_restored_backup_runs_every_unfinished_job_once(
     tmp_path: Path,
     restored_database: str,
 ) -> None:
-    asyncio.run(ledger(pg_dsn, schema))
+    fetch(pg_dsn, f'CREATE TABLE "{schema}".ledger {LEDGER_TABLE}')
     # Leases of 2 s, so that the restored server rescues the job killed mid-run soon.
     env = {**env, "JOBQUEUE_LEASE_SECONDS": "2", "JOBQUEUE_RESCUE_INTERVAL": "0.5"}
     base = f"http://127.0.0.1:{env['PORT']}"
@@ -133,21 +121,21 @@ def test_a_restored_backup_runs_every_unfinished_job_once(
     until("the flaky job waiting to retry", lambda: status(base, flaky)["attempts"] == 1
           and status(base, flaky)["status"] == "pending")  # fmt: skip
     until("the workflow at its second step", lambda: workflow_at_second(base, workflow["id"]))
-    until("a tick", lambda: query(pg_dsn, f"""SELECT 1 FROM "{schema}".jobs
+    until("a tick", lambda: fetch(pg_dsn, f"""SELECT 1 FROM "{schema}".jobs
                                              WHERE payload = '{{"tick": true}}'"""))  # fmt: skip
     worker.popen.kill()  # mid-run: the held job stays running, its lease to run out
     worker.popen.wait()
     api.stop()
 
-    at_dump = {r["id"]: r for r in query(pg_dsn, f'SELECT * FROM "{schema}".jobs')}
+    at_dump = {r["id"]: r for r in fetch(pg_dsn, f'SELECT * FROM "{schema}".jobs')}
     assert at_dump[held]["status"] == "running"
     assert at_dump[flaky]["status"] == "pending"
     assert at_dump[flaky]["attempts"] == 1
-    assert at_dump[scheduled]["run_at"] > query(pg_dsn, "SELECT now()")[0][0]
+    assert at_dump[scheduled]["run_at"] > fetch(pg_dsn, "SELECT now()")[0][0]
     unfinished = {i for i, r in at_dump.items() if r["status"] != "completed"}
     assert {held, flaky, pending, scheduled, keyed, idempotent} <= unfinished
     ledger_at_dump = Counter(
-        (r["job_id"], r["attempt"]) for r in query(pg_dsn, f'SELECT * FROM "{schema}".ledger')
+        (r["job_id"], r["attempt"]) for r in fetch(pg_dsn, f'SELECT * FROM "{schema}".ledger')
     )
 
     # The backup, and its restore into a new database, as docs/backups.md says.
@@ -156,7 +144,7 @@ def test_a_restored_backup_runs_every_unfinished_job_once(
     pg_dump = [str(tools / "pg_dump"), "--format=custom", f"--schema={schema}",
                f"--file={dump}", f"--dbname={pg_dsn}"]  # fmt: skip
     run(pg_dump)
-    query(pg_dsn, f'CREATE DATABASE "{restored_database}"')
+    fetch(pg_dsn, f'CREATE DATABASE "{restored_database}"')
     restored = in_database(pg_dsn, restored_database)
     pg_restore = [str(tools / "pg_restore"), f"--dbname={restored}", str(dump)]
     run(pg_restore)
@@ -173,7 +161,7 @@ def test_a_restored_backup_runs_every_unfinished_job_once(
     assert again["id"] == idempotent
 
     def all_done() -> bool:
-        rows = query(restored, f'SELECT status FROM "{schema}".jobs WHERE id = ANY($1)',
+        rows = fetch(restored, f'SELECT status FROM "{schema}".jobs WHERE id = ANY($1)',
                      list(unfinished))  # fmt: skip
         return all(r["status"] == "completed" for r in rows)
 
@@ -183,7 +171,7 @@ def test_a_restored_backup_runs_every_unfinished_job_once(
     last_id = max(at_dump)
     until(
         "the schedule ticking again",
-        lambda: query(
+        lambda: fetch(
             restored,
             f"""
         SELECT 1 FROM "{schema}".jobs
@@ -195,7 +183,7 @@ def test_a_restored_backup_runs_every_unfinished_job_once(
     # Each job unfinished at the dump ran once after it; no finished one ran again.
     ledger_now = Counter(
         (r["job_id"], r["attempt"])
-        for r in query(restored, f'SELECT * FROM "{schema}".ledger WHERE job_id <= $1', last_id)
+        for r in fetch(restored, f'SELECT * FROM "{schema}".ledger WHERE job_id <= $1', last_id)
     )
     runs_since = ledger_now - ledger_at_dump
     assert Counter(job_id for job_id, _ in runs_since.elements()) == Counter(unfinished)
@@ -207,11 +195,3 @@ def test_a_restored_backup_runs_every_unfinished_job_once(
 def workflow_at_second(base: str, workflow_id: int) -> bool:
     nodes = {n["ref"]: n for n in httpx.get(f"{base}/workflows/{workflow_id}").json()["jobs"]}
     return bool(nodes["first"]["job"]["status"] == "completed")
-
-
-async def ledger(dsn: str, schema: str) -> None:
-    conn = await asyncpg.connect(dsn)
-    try:
-        await create_ledger(conn, schema)
-    finally:
-        await conn.close()

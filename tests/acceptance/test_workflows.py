@@ -5,15 +5,13 @@ the newest workflows with their jobs counted by state."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from typing import Any
 
-import asyncpg
 import httpx
 
-from tests.conftest import Spawn, jobqueue
+from tests.conftest import Spawn, fetch, jobqueue
 
 
 def node(ref: str, type: str = "send_email", *after: str, **options: Any) -> dict[str, Any]:
@@ -28,17 +26,6 @@ def until_ended(base: str, workflow_id: int) -> dict[str, Any]:
             return workflow
         assert time.monotonic() < deadline, workflow
         time.sleep(0.1)
-
-
-def fetch(dsn: str, sql: str) -> list[asyncpg.Record]:
-    async def go() -> list[asyncpg.Record]:
-        conn = await asyncpg.connect(dsn)
-        try:
-            return await conn.fetch(sql)
-        finally:
-            await conn.close()
-
-    return asyncio.run(go())
 
 
 def test_workflows_over_http_and_the_command_line(
