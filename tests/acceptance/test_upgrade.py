@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -108,14 +109,23 @@ def run_the_upgrade(
     load = Load()
     load.bases.append(("old", old_base))
     load.start()
-    time.sleep(1)  # the previous release alone, under load
+    until("the previous release alone, under load", lambda: len(load.ids) >= 50)
     migrated = jobqueue(new_env, "migrate")  # this release's migrations, under load
     assert migrated.returncode == 0, migrated.stderr
     new_base, _ = start_api(spawn, new_env, "new-api")
     new_worker = spawn(["worker", "--app", "ledger_app:jq"], new_env, name="new-worker")
     before_both = max(load.ids, default=0)
     load.bases.append(("new", new_base))
-    time.sleep(4)  # both releases side by side
+    runner = {old_worker.popen.pid: "old", new_worker.popen.pid: "new"}
+
+    def side_by_side() -> set[tuple[str, str]]:
+        """(enqueued through, run by) of the jobs enqueued once both releases ran."""
+        runs = fetch(dsn, f'SELECT job_id, pid FROM "{schema}".ledger WHERE job_id > $1',
+                     before_both)  # fmt: skip
+        return {(load.ids[r["job_id"]], runner[r["pid"]]) for r in runs if r["job_id"] in load.ids}
+
+    every = {("old", "old"), ("old", "new"), ("new", "old"), ("new", "new")}
+    until("jobs of either API run by either worker", lambda: side_by_side() == every)
     load.stopped.set()
     load.join(10)
     assert load.refused == []
@@ -128,14 +138,18 @@ def run_the_upgrade(
     # Every job enqueued ran exactly once.
     assert Counter(r["job_id"] for r in runs) == Counter(list(load.ids))
     # Jobs enqueued through either release's API were run by either release's worker.
-    runner = {old_worker.popen.pid: "old", new_worker.popen.pid: "new"}
-    side_by_side = {(load.ids[r["job_id"]], runner[r["pid"]]) for r in runs
-                    if r["job_id"] > before_both}  # fmt: skip
-    assert side_by_side == {("old", "old"), ("old", "new"), ("new", "old"), ("new", "new")}
+    assert side_by_side() == every
     for process in (old_api, old_worker):  # no old process logged an error
         process.stop()
         assert "Traceback" not in process.output, process.output[-5000:]
         assert "[error" not in process.output, process.output[-5000:]
+
+
+def until(what: str, check: Callable[[], bool], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"not within {timeout}s: {what}"
+        time.sleep(0.05)
 
 
 def start_api(spawn: Spawn, env: dict[str, str], name: str) -> tuple[str, Process]:

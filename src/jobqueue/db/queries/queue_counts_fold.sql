@@ -5,6 +5,8 @@
 -- that overlap for a moment fold different rows, and a row is added to the totals only
 -- by the statement that deleted it, so nothing is counted twice. The same statement
 -- adds the jobs that completed or failed to the dashboard's minutes (migration 0018).
+-- Both upserts go in the order of their keys: two folds that overlap would otherwise
+-- lock the same totals (or minutes) rows in different orders, and deadlock.
 WITH picked AS (
     SELECT tableoid, ctid FROM {schema}.queue_count_changes LIMIT $1 FOR UPDATE SKIP LOCKED
 ), taken AS (
@@ -21,12 +23,13 @@ WITH picked AS (
     FROM taken
     GROUP BY 1, 2
     HAVING sum(greatest(completed, 0)) + sum(greatest(failed, 0)) > 0
+    ORDER BY 1, 2
     ON CONFLICT (minute, queue) DO UPDATE
     SET completed = m.completed + excluded.completed, failed = m.failed + excluded.failed
 ), added AS (
     INSERT INTO {schema}.queue_totals AS t (queue, pending, running, completed, failed, cancelled)
     SELECT queue, sum(pending), sum(running), sum(completed), sum(failed), sum(cancelled)
-    FROM taken GROUP BY queue
+    FROM taken GROUP BY queue ORDER BY queue
     ON CONFLICT (queue) DO UPDATE
     SET pending = t.pending + excluded.pending,
         running = t.running + excluded.running,
