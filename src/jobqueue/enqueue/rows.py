@@ -37,7 +37,11 @@ class Batch:
     uniques: list[UniqueKey | None] | None
 
     def rows(self, trace: str | None) -> list[JobRow]:
-        return batch_rows(self.options, self.payloads, self.keys, trace, self.tags, self.meta)
+        """Its rows, one per payload, for a batch that is not one statement."""
+        o = self.options
+        shared = (o.type, o.queue, o.priority, o.max_attempts, o.run_at, o.delay_seconds)
+        return [JobRow(*shared, payload, trace, key, self.tags, self.meta)
+                for payload, key in zip(self.payloads, self.keys, strict=True)]  # fmt: skip
 
 
 class Rows:
@@ -184,21 +188,6 @@ class Rows:
             return _JSON.encode(payload)
         except ValueError as exc:  # NaN or Infinity: ValueError naming the field
             raise fields.unencodable(payload, "payload", exc) from None
-
-
-def batch_rows(
-    options: JobOptions,
-    payloads: Sequence[str],
-    keys: Sequence[str | None],
-    trace: str | None,
-    tags: list[str] | None,
-    meta: str | None,
-) -> list[JobRow]:
-    """A batch's rows, one per payload (JSON text) and its concurrency key."""
-    shared = (options.type, options.queue, options.priority, options.max_attempts,
-              options.run_at, options.delay_seconds)  # fmt: skip
-    return [JobRow(*shared, payload, trace, key, tags, meta)
-            for payload, key in zip(payloads, keys, strict=True)]  # fmt: skip
 
 
 def split_unique(options: ManyOptions) -> tuple[BatchOptions, ManyOptions]:
