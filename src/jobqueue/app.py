@@ -49,6 +49,7 @@ from jobqueue.model import fields
 from jobqueue.model.job import RETRYABLE_STATES, Attempt, Job, JobStatus, QueueInfo, WorkerInfo
 from jobqueue.model.options import EnqueueOptions, ManyOptions
 from jobqueue.model.search import JobFilter
+from jobqueue.model.steps import Step
 from jobqueue.observability import trace_context
 from jobqueue.retry import RetryPolicy
 from jobqueue.schedules.control import Schedules
@@ -340,6 +341,11 @@ class JobQueue(Connected):
     @raises_unavailable
     async def get(self, job_id: int) -> Job | None:
         return await (await self.store()).get_job(job_id=job_id)
+
+    @raises_unavailable
+    async def steps(self, job_id: int) -> builtins.list[Step]:
+        """The steps the job's handler recorded with ``ctx.step``, in order (docs/durable.md)."""
+        return await (await self.store()).job_steps(job_id=job_id)
 
     async def wait(self, job_id: int, timeout: float | None = None) -> Job:
         """The job once it is completed, failed or cancelled (at once if it already is).

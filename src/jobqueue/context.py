@@ -9,18 +9,41 @@ A handler that takes a second parameter receives it:
             ...
             ctx.progress((i + 1) / len(rows), f"rows {i + 1}/{len(rows)}")
         key = ctx.idempotency_key                # the same on every attempt of this job
+
+A durable handler (docs/durable.md) runs what must not happen twice as steps, recorded
+with the job and returned, not run again, by any later run of it:
+
+        charge = await ctx.step("charge", charge_card, order_id)
+
+A sync handler receives a SyncJobContext, whose ``step``, ``checkpoint`` and
+``iterate`` block instead of being awaited.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Mapping, MutableMapping
+import time
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableMapping,
+)
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from jobqueue.logs import get_logger
+
+if TYPE_CHECKING:
+    from jobqueue.db.records import ClaimedJob
+    from jobqueue.durable.steps import Durable, DurableRun
+
+T = TypeVar("T")
 
 
 class JobLog(Protocol):
@@ -60,6 +83,12 @@ class JobContext:
     # The metadata as claimed: JSON text until ``meta`` is first read (most handlers
     # never read it, and decoding it for each was a sixth of a worker's CPU per job).
     _meta: Mapping[str, Any] | str | None = field(default=None, repr=False, compare=False)
+    # Durable steps (jobqueue.durable): the worker's recorder, the job as claimed, and
+    # this run's memo, made at its first step or checkpoint.
+    _durable: Durable | None = field(default=None, repr=False, compare=False)
+    _job: ClaimedJob | None = field(default=None, repr=False, compare=False)
+    _run: DurableRun | None = field(default=None, repr=False, compare=False)
+    _checkpoint: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def meta(self) -> Mapping[str, Any]:
@@ -117,3 +146,149 @@ class JobContext:
         outside 0..1."""
         if self._report is not None:
             self._report(fraction, message)
+
+    # -- durable steps (docs/durable.md) -------------------------------------------
+
+    async def step(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Run ``fn(*args, **kwargs)`` once for this job: its result (awaited if it is
+        awaitable) is recorded with the job, and every later run of the job (a retry,
+        a rescue after a crash, a manual retry) gets the recorded result back without
+        calling ``fn``. Returns the result as JSON decodes it, on the first run as on
+        later ones, so that the code after a step sees the same value either way.
+
+        ``name`` names the step within the job, once per run (a loop gives each turn a
+        name of its own). A step that raises is not recorded and runs again on the
+        job's next attempt. Raises AttemptLost when this attempt no longer holds its
+        job (nothing was recorded), and ValueError for a name used twice in one run."""
+        return await self._durable_run().step(name, fn, args, kwargs)
+
+    def step_key(self, name: str) -> str:
+        """A key for step ``name``'s own side effect, the same on every attempt of the
+        job: give it to the API the step calls (an idempotency key) to close the window
+        between the side effect and its record (docs/durable.md)."""
+        return f"jobqueue-job-{self.id}-step-{name}"
+
+    @property
+    def last_checkpoint(self) -> Any:
+        """The cursor last saved with ``checkpoint``, by this attempt or an earlier one
+        (the claim hands it over with the job); None if none was saved."""
+        text = self._checkpoint if self._run is not None else self._saved_checkpoint()
+        return None if text is None else json.loads(text)
+
+    async def checkpoint(self, value: Any) -> None:
+        """Save ``value`` (JSON) as the job's cursor, for ``last_checkpoint`` on its
+        next attempt: where a long loop resumes after a crash or a failure. None forgets
+        it. One write of the job's row per call: checkpoint every few hundred items or
+        seconds, not every item (``iterate`` does). Raises AttemptLost when this attempt
+        no longer holds its job (nothing was saved)."""
+        run = self._durable_run()
+        object.__setattr__(self, "_checkpoint", await run.checkpoint(value))
+
+    async def iterate(
+        self,
+        items: Iterable[T] | AsyncIterable[T],
+        *,
+        every: int | None = 100,
+        seconds: float | None = None,
+    ) -> AsyncIterator[T]:
+        """The items, resuming after those an earlier attempt finished: the position is
+        the job's checkpoint, saved after every ``every`` items and every ``seconds``
+        seconds (None: not by that measure), and once the items run out. An item is
+        finished when the loop asks for the next one, so an attempt that dies while
+        handling item 250 resumes at the last position saved before it (200, with
+        ``every=100``), and runs items 200 to 249 again. ``items`` must come in the same
+        order on every attempt. It uses the checkpoint: a job that iterates does not
+        also call ``checkpoint``."""
+        start, due = self._iteration(every, seconds)
+        index = 0
+        async for item in _aiter(items):
+            if index >= start:
+                if index > start and due(index):
+                    await self.checkpoint(index)
+                yield item
+            index += 1
+        if index > start:
+            await self.checkpoint(index)
+
+    def _iteration(
+        self, every: int | None, seconds: float | None
+    ) -> tuple[int, Callable[[int], bool]]:
+        """Where ``iterate`` starts, and when a position is due to be saved."""
+        if every is not None and every < 1:
+            raise ValueError(f"every must be at least 1, got {every}")
+        if seconds is not None and not seconds > 0:
+            raise ValueError(f"seconds must be positive, got {seconds}")
+        start = self.last_checkpoint
+        if start is None:
+            start = 0
+        elif not isinstance(start, int) or isinstance(start, bool) or start < 0:
+            raise TypeError(
+                f"job {self.id}'s checkpoint is {start!r}, not a position that iterate saved"
+            )
+        saved = [start, time.monotonic()]
+
+        def due(index: int) -> bool:
+            now = time.monotonic()
+            if (every is not None and index - saved[0] >= every) or (
+                seconds is not None and now - saved[1] >= seconds
+            ):
+                saved[0], saved[1] = index, now
+                return True
+            return False
+
+        return start, due
+
+    def _saved_checkpoint(self) -> str | None:
+        return None if self._job is None else self._job.checkpoint_json
+
+    def _durable_run(self) -> DurableRun:
+        run = self._run
+        if run is None:
+            if self._durable is None or self._job is None:
+                raise RuntimeError(
+                    "durable steps need the context a worker gives its handler; an "
+                    "isolated handler (a process of its own) has none"
+                )
+            run = self._durable.run(self._job)
+            object.__setattr__(self, "_run", run)
+            object.__setattr__(self, "_checkpoint", self._job.checkpoint_json)
+        return run
+
+
+@dataclass(frozen=True, slots=True)
+class SyncJobContext(JobContext):
+    """A sync handler's context: ``step``, ``checkpoint`` and ``iterate`` block, from the
+    handler's thread, where JobContext's are awaited. Everything else is JobContext's."""
+
+    def step(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """As JobContext.step; ``fn`` runs in the handler's thread."""
+        return self._durable_run().step_blocking(name, fn, args, kwargs)
+
+    def checkpoint(self, value: Any) -> None:  # type: ignore[override]
+        """As JobContext.checkpoint."""
+        run = self._durable_run()
+        object.__setattr__(self, "_checkpoint", run.blocking(run.checkpoint(value)))
+
+    def iterate(  # type: ignore[override]
+        self, items: Iterable[T], *, every: int | None = 100, seconds: float | None = None
+    ) -> Iterator[T]:
+        """As JobContext.iterate."""
+        start, due = self._iteration(every, seconds)
+        index = 0
+        for item in items:
+            if index >= start:
+                if index > start and due(index):
+                    self.checkpoint(index)
+                yield item
+            index += 1
+        if index > start:
+            self.checkpoint(index)
+
+
+async def _aiter(items: Iterable[T] | AsyncIterable[T]) -> AsyncIterator[T]:
+    if isinstance(items, AsyncIterable):
+        async for item in items:
+            yield item
+    else:
+        for item in items:
+            yield item

@@ -42,3 +42,15 @@ async def nightly(payload: dict[str, Any]) -> None:
 @jq.task("quick")
 async def quick(payload: dict[str, Any]) -> dict[str, Any]:
     return {"echo": payload}
+
+
+@jq.task("fulfil", max_attempts=2, retry=FixedDelay(0.2))
+async def fulfil(payload: dict[str, Any], ctx: JobContext) -> dict[str, str]:
+    """A durable handler: two steps, a checkpoint, and a first attempt that fails after
+    them, so that its page shows steps recorded by attempt 1 and replayed by attempt 2."""
+    charge = await ctx.step("charge", lambda: {"id": "ch-7"})
+    label = await ctx.step("label", lambda: {"tracking": "1Z999"})
+    await ctx.checkpoint({"shipped": 1})
+    if ctx.attempt == 1:
+        raise ConnectionError("the mail server hung up")
+    return {"charge": charge["id"], "tracking": label["tracking"]}

@@ -15,6 +15,7 @@ import pytest
 
 from jobqueue import JobContext
 from jobqueue.app import JobQueue
+from jobqueue.context import SyncJobContext
 from jobqueue.model.job import JobStatus
 from jobqueue.worker.completer import Completer
 from tests.integration.conftest import StartWorker
@@ -302,7 +303,7 @@ async def test_sync_handlers_get_payload_and_context(
     await start_worker()
     assert (await jq.wait(a.id, timeout=15)).status == JobStatus.COMPLETED
     assert (await jq.wait(b.id, timeout=15)).status == JobStatus.COMPLETED
-    assert seen == [({"n": 1}, JobContext(a.id, "sync_ctx", "default", 1, 3))]
+    assert seen == [({"n": 1}, SyncJobContext(a.id, "sync_ctx", "default", 1, 3))]
     assert plain == [{"n": 2}]
 
 

@@ -44,6 +44,7 @@ def row(**changes: Any) -> dict[str, Any]:
         "concurrency_key": "tenant-3",
         "tags": ["import", "nightly"],
         "meta": '{"customer": "acme"}',
+        "checkpoint": '{"row": 400}',
         "claim_token": 77,  # columns the Job leaves out are ignored
     }
     return values | changes
@@ -52,7 +53,7 @@ def row(**changes: Any) -> dict[str, Any]:
 def test_every_field_comes_from_its_own_column() -> None:
     job = Job.from_record(row())
     expected = row()
-    converted = {"payload", "status", "result", "progress", "trace_id", "meta"}
+    converted = {"payload", "status", "result", "progress", "trace_id", "meta", "checkpoint"}
     for field in dataclasses.fields(Job):
         if field.name not in converted:
             assert getattr(job, field.name) == expected[field.name], field.name
@@ -62,6 +63,7 @@ def test_every_field_comes_from_its_own_column() -> None:
     assert job.progress == Progress(0.5, "half", T0 + timedelta(seconds=6))
     assert job.trace_id == "4bf92f3577b34da6a3ce929d0e0e4736"
     assert job.meta == {"customer": "acme"}
+    assert job.checkpoint == {"row": 400}
 
 
 def test_decoded_json_and_empty_columns_are_taken_as_they_are() -> None:
@@ -74,4 +76,6 @@ def test_decoded_json_and_empty_columns_are_taken_as_they_are() -> None:
     untagged = Job.from_record(row(tags=None, meta=None))  # NULL: none (migration 0030)
     assert (untagged.tags, untagged.meta) == ([], {})
     assert Job.from_record(row(meta={"decoded": True})).meta == {"decoded": True}
+    assert Job.from_record(row(checkpoint=None)).checkpoint is None
+    assert Job.from_record(row(checkpoint=7)).checkpoint == 7  # decoded by psycopg
     assert {Job.from_record(row(status=s.value)).status for s in JobStatus} == set(JobStatus)

@@ -39,6 +39,7 @@ STORE_PARTS = {
     "db/admin_queries.py": "AdminQueries",
     "db/schedule_queries.py": "ScheduleQueries",
     "db/search_queries.py": "SearchQueries",
+    "db/step_queries.py": "StepQueries",
 }
 # The store itself, and the adapters that make an application's connection one it
 # can run on.

@@ -81,9 +81,10 @@ export interface paths {
         };
         /**
          * Get a job
-         * @description The job as stored now: state, attempts, last error, result, progress, times.
-         *     With `wait`, the answer waits (woken by the database, not by polling) until the
-         *     job is final or `wait` seconds have passed; a server shutting down answers at once.
+         * @description The job as stored now: state, attempts, last error, result, progress, times,
+         *     and the steps its handler recorded (docs/durable.md). With `wait`, the answer
+         *     waits (woken by the database, not by polling) until the job is final or `wait`
+         *     seconds have passed; a server shutting down answers at once.
          *
          *     Scope: `jobs:read` (or `admin`).
          */
@@ -1338,6 +1339,128 @@ export interface components {
             meta?: {
                 [key: string]: unknown;
             };
+            /** Checkpoint */
+            checkpoint?: unknown;
+        };
+        /**
+         * JobDetail
+         * @description A job with the steps its handler recorded: what GET /jobs/{id} answers.
+         * @example {
+         *       "attempts": 1,
+         *       "created_at": "2026-11-29T10:00:00Z",
+         *       "finished_at": "2026-11-29T10:00:00.05Z",
+         *       "id": 28,
+         *       "max_attempts": 3,
+         *       "meta": {
+         *         "customer": "acme"
+         *       },
+         *       "payload": {
+         *         "order_id": "o-7"
+         *       },
+         *       "priority": 0,
+         *       "progress": {
+         *         "fraction": 1,
+         *         "message": "sent",
+         *         "updated_at": "2026-11-29T10:00:00.04Z"
+         *       },
+         *       "queue": "default",
+         *       "result": {
+         *         "charge": "ch_3PqX",
+         *         "tracking": "1Z999"
+         *       },
+         *       "run_at": "2026-11-29T10:00:00Z",
+         *       "started_at": "2026-11-29T10:00:00.01Z",
+         *       "status": "completed",
+         *       "steps": [
+         *         {
+         *           "attempt": 1,
+         *           "name": "charge",
+         *           "recorded_at": "2026-11-29T10:00:00.02Z",
+         *           "result": {
+         *             "id": "ch_3PqX"
+         *           },
+         *           "worker_id": "web-1:4242:1f2e3d"
+         *         },
+         *         {
+         *           "attempt": 2,
+         *           "name": "label",
+         *           "recorded_at": "2026-11-29T10:00:31.4Z",
+         *           "result": {
+         *             "tracking": "1Z999"
+         *           },
+         *           "worker_id": "web-2:977:a0b1c2"
+         *         }
+         *       ],
+         *       "tags": [
+         *         "welcome"
+         *       ],
+         *       "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+         *       "type": "fulfil_order",
+         *       "updated_at": "2026-11-29T10:00:00.05Z"
+         *     }
+         */
+        JobDetail: {
+            /** Id */
+            id: number;
+            /** Type */
+            type: string;
+            /** Queue */
+            queue: string;
+            /** Payload */
+            payload: unknown;
+            status: components["schemas"]["JobStatus"];
+            /** Attempts */
+            attempts: number;
+            /** Max Attempts */
+            max_attempts: number;
+            /** Priority */
+            priority: number;
+            /**
+             * Run At
+             * Format: date-time
+             */
+            run_at: string;
+            /** Last Error */
+            last_error: string | null;
+            /** Worker Id */
+            worker_id: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /** Started At */
+            started_at: string | null;
+            /** Finished At */
+            finished_at: string | null;
+            /** Unique Key */
+            unique_key: string | null;
+            /** Cancel Requested At */
+            cancel_requested_at: string | null;
+            /** Result */
+            result: unknown;
+            progress: components["schemas"]["Progress"] | null;
+            /** Trace Id */
+            trace_id?: string | null;
+            /** Workflow Id */
+            workflow_id?: number | null;
+            /** Concurrency Key */
+            concurrency_key?: string | null;
+            /** Tags */
+            tags?: string[];
+            /** Meta */
+            meta?: {
+                [key: string]: unknown;
+            };
+            /** Checkpoint */
+            checkpoint?: unknown;
+            /** Steps */
+            steps?: components["schemas"]["Step"][];
         };
         /** JobGone */
         JobGone: {
@@ -2311,6 +2434,34 @@ export interface components {
             detail: string;
             status: components["schemas"]["JobStatus"];
         };
+        /**
+         * Step
+         * @description A step a job's handler ran through ``ctx.step``, as recorded.
+         * @example {
+         *       "attempt": 1,
+         *       "name": "charge",
+         *       "recorded_at": "2026-12-06T10:00:00.120Z",
+         *       "result": {
+         *         "charge_id": "ch_3PqX"
+         *       },
+         *       "worker_id": "web-1:4242:1f2e3d"
+         *     }
+         */
+        Step: {
+            /** Name */
+            name: string;
+            /** Attempt */
+            attempt: number;
+            /** Result */
+            result: unknown;
+            /** Worker Id */
+            worker_id: string;
+            /**
+             * Recorded At
+             * Format: date-time
+             */
+            recorded_at: string;
+        };
         /** TokenCreated */
         TokenCreated: {
             /** Name */
@@ -2768,7 +2919,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Job"];
+                    "application/json": components["schemas"]["JobDetail"];
                 };
             };
             /** @description No token, a malformed, unknown, expired or revoked one */

@@ -42,6 +42,7 @@ from jobqueue.encoding import to_json
 from jobqueue.enqueue.new_job import NewJob
 from jobqueue.model import fields
 from jobqueue.model.job import FINAL_STATES, Job, JobStatus
+from jobqueue.model.steps import JobDetail
 from jobqueue.model.tokens import Principal, Scope
 
 router = APIRouter()
@@ -163,7 +164,7 @@ async def create_jobs(
 
 @router.get(
     "/jobs/{id}",
-    response_model=Job,
+    response_model=JobDetail,
     summary="Get a job",
     responses=declare(JOB_NOT_FOUND, INVALID, UNAVAILABLE),
 )
@@ -182,14 +183,15 @@ async def get_job(
         ),
     ] = None,
 ) -> Response:
-    """The job as stored now: state, attempts, last error, result, progress, times.
-    With `wait`, the answer waits (woken by the database, not by polling) until the
-    job is final or `wait` seconds have passed; a server shutting down answers at once."""
+    """The job as stored now: state, attempts, last error, result, progress, times,
+    and the steps its handler recorded (docs/durable.md). With `wait`, the answer
+    waits (woken by the database, not by polling) until the job is final or `wait`
+    seconds have passed; a server shutting down answers at once."""
     jq = jobqueue(request)
     job = access.visible(await jq.get(id), who, id)
     if wait is not None and job.status not in FINAL_STATES:
-        job = access.shown(await long_poll(jq, id, wait, request.app.state.stopping), who)
-    return job_response(job)
+        job = await long_poll(jq, id, wait, request.app.state.stopping)
+    return job_response(access.shown(JobDetail.of(job, await jq.steps(id)), who))
 
 
 async def long_poll(jq: JobQueue, id: int, seconds: float, stopping: asyncio.Event) -> Job:

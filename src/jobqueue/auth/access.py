@@ -4,18 +4,23 @@ A token restricted to queues or types acts as if the jobs outside them did not e
 they are left out of lists and counts, their ids are a 404, and a filter over them
 touches nothing. Enqueueing or pausing outside them is a 403, naming the queue or type,
 since the caller named it. Without `payloads:read`, a job's payload and result and an
-attempt's log are null (a stored payload is never null, so null means hidden).
+attempt's log, its checkpoint and its steps' results are null (a stored payload is
+never null, so null means hidden).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
+from typing import TypeVar
 
 from fastapi import HTTPException
 
 from jobqueue.model.job import Attempt, Job, JobNotFound, QueueInfo, WorkerInfo
+from jobqueue.model.steps import JobDetail
 from jobqueue.model.tokens import Principal, Scope
+
+J = TypeVar("J", bound=Job)
 
 
 def visible(job: Job | None, who: Principal, job_id: int) -> Job:
@@ -25,10 +30,15 @@ def visible(job: Job | None, who: Principal, job_id: int) -> Job:
     return shown(job, who)
 
 
-def shown(job: Job, who: Principal) -> Job:
+def shown(job: J, who: Principal) -> J:
+    """``job`` without what only the payloads scope may read: its payload and result,
+    its checkpoint and its steps' results."""
     if who.has(Scope.PAYLOADS):
         return job
-    return dataclasses.replace(job, payload=None, result=None)
+    if isinstance(job, JobDetail):
+        steps = [dataclasses.replace(step, result=None) for step in job.steps]
+        return dataclasses.replace(job, payload=None, result=None, checkpoint=None, steps=steps)
+    return dataclasses.replace(job, payload=None, result=None, checkpoint=None)
 
 
 def shown_attempts(attempts: list[Attempt], who: Principal) -> list[Attempt]:

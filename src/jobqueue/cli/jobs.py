@@ -34,6 +34,7 @@ from jobqueue.cli.output import (
 from jobqueue.job_types import Checker
 from jobqueue.model import fields, search
 from jobqueue.model.job import FINAL_STATES, Attempt, Job, JobNotFound, JobStatus
+from jobqueue.model.steps import JobDetail, Step
 from jobqueue.task import job_options
 
 # How often ``jobs logs --follow`` looks for new lines (a worker writes them at most
@@ -220,21 +221,31 @@ def run_jobs_get(args: argparse.Namespace) -> int:
         raise UsageError(f"--wait must be a positive number of seconds, got {args.wait}")
     jq = client(args)
 
-    async def read() -> Job | None:
+    async def read() -> tuple[Job | None, list[Step]]:
         if args.wait is None:
-            return await jq.get(args.id)
-        try:
-            return await jq.wait(args.id, timeout=args.wait)
-        except TimeoutError:  # not final yet: the job as it is, as GET ?wait= answers
-            return await jq.get(args.id)
+            job = await jq.get(args.id)
+        else:
+            try:
+                job = await jq.wait(args.id, timeout=args.wait)
+            except TimeoutError:  # not final yet: the job as it is, as GET ?wait= answers
+                job = await jq.get(args.id)
+        return job, [] if job is None else await jq.steps(args.id)
 
-    job = with_jobqueue(jq, read)
+    job, steps = with_jobqueue(jq, read)
     if job is None:
         raise JobNotFound(args.id)
     if args.json:
-        print_record(job)
-    else:
-        print_fields(job)
+        print_record(JobDetail.of(job, steps))
+        return 0
+    print_fields(job)
+    if steps:  # what a durable handler recorded (docs/durable.md)
+        print()
+        header = ("STEP", "ATTEMPT", "RECORDED", "RESULT")
+        rows = [
+            (s.name, str(s.attempt), format_time(s.recorded_at), json.dumps(s.result))
+            for s in steps
+        ]
+        print_table(header, rows, "")
     return 0
 
 

@@ -18,7 +18,7 @@ from jobqueue.model.job import Attempt, Job, QueueInfo, WorkerInfo
 Record: TypeAlias = Job | Attempt | QueueInfo | WorkerInfo | AuditEntry
 
 # Fields of a job that hold JSON of the application's own: shown as JSON, not as Python.
-JSON_FIELDS = ("payload", "result", "progress")
+JSON_FIELDS = ("payload", "result", "progress", "checkpoint")
 
 
 def print_json(value: object) -> None:

@@ -35,6 +35,7 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         "jobs": "SELECT, INSERT, UPDATE, DELETE",  # claims, fenced writes, retention
         "job_attempts": "SELECT, INSERT",
         "job_logs": "SELECT, INSERT, UPDATE",
+        "job_steps": "SELECT, INSERT",  # durable steps (migration 0032): read, recorded
         "workers": "SELECT, INSERT, UPDATE, DELETE",
         "leader": "SELECT, INSERT, UPDATE, DELETE",
         "queues": "SELECT, UPDATE",  # a limited queue's claims lock its row (limit_lock.sql)
@@ -60,6 +61,7 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         # log lines, their worker rows.
         "job_attempts": "SELECT, INSERT",
         "job_logs": "SELECT, INSERT, UPDATE",
+        "job_steps": "SELECT",  # a job's durable steps, in GET /jobs/{id}
         "workers": "SELECT, INSERT, UPDATE",
         "queues": "SELECT, INSERT, UPDATE",  # pause, resume, limits
         "queue_starts": "SELECT, INSERT, DELETE",  # rate use; HTTP workers' limited claims

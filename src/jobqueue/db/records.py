@@ -93,16 +93,20 @@ class ClaimedJob:
     # Its metadata as JSON text, decoded only where read (ctx.meta, a claim over HTTP):
     # decoding it for every claimed job was a sixth of a worker's CPU per tagged job.
     meta_json: str | None = None
+    # The cursor its handler last saved (ctx.checkpoint, migration 0032), as JSON text,
+    # decoded only where read (ctx.last_checkpoint).
+    checkpoint_json: str | None = None
 
     @classmethod
     def from_record(cls, r: Any) -> ClaimedJob:
         # Positional access: claim.sql returns id, type, queue, payload, attempts,
         # max_attempts, priority, run_at, trace_context, workflow_id, claim_token, tags,
-        # meta, in that order.
+        # meta, checkpoint, in that order.
         payload, trace = r[3], r[8]
         return cls(
             r[0], r[1], r[2], {} if payload == "{}" else json.loads(payload), r[4], r[5], r[6],
             r[7], None if trace is None else json.loads(trace), r[9], r[10], r[11], r[12],
+            r[13],
         )  # fmt: skip
 
     @property

@@ -143,6 +143,7 @@ CREATE TABLE jobqueue.jobs (
     claim_token bigint,
     tags text[],
     meta jsonb,
+    checkpoint jsonb,
     CONSTRAINT jobs_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT jobs_concurrency_key_check CHECK ((concurrency_key <> ''::text)),
     CONSTRAINT jobs_max_attempts_check CHECK ((max_attempts >= 1)),
@@ -848,6 +849,19 @@ CREATE TABLE jobqueue.job_logs (
 );
 
 --
+-- Name: job_steps; Type: TABLE; Schema: jobqueue; Owner: -
+--
+
+CREATE TABLE jobqueue.job_steps (
+    job_id bigint NOT NULL,
+    name text NOT NULL,
+    attempt integer NOT NULL,
+    result jsonb,
+    worker_id text NOT NULL,
+    recorded_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
 -- Name: job_types; Type: TABLE; Schema: jobqueue; Owner: -
 --
 
@@ -1143,6 +1157,13 @@ ALTER TABLE ONLY jobqueue.job_logs
     ADD CONSTRAINT job_logs_pkey PRIMARY KEY (job_id, attempt, started_at);
 
 --
+-- Name: job_steps job_steps_pkey; Type: CONSTRAINT; Schema: jobqueue; Owner: -
+--
+
+ALTER TABLE ONLY jobqueue.job_steps
+    ADD CONSTRAINT job_steps_pkey PRIMARY KEY (job_id, name);
+
+--
 -- Name: job_types job_types_pkey; Type: CONSTRAINT; Schema: jobqueue; Owner: -
 --
 
@@ -1407,6 +1428,13 @@ ALTER TABLE ONLY jobqueue.job_attempts
 
 ALTER TABLE ONLY jobqueue.job_logs
     ADD CONSTRAINT job_logs_job_id_fkey FOREIGN KEY (job_id) REFERENCES jobqueue.jobs(id) ON DELETE CASCADE;
+
+--
+-- Name: job_steps job_steps_job_id_fkey; Type: FK CONSTRAINT; Schema: jobqueue; Owner: -
+--
+
+ALTER TABLE ONLY jobqueue.job_steps
+    ADD CONSTRAINT job_steps_job_id_fkey FOREIGN KEY (job_id) REFERENCES jobqueue.jobs(id) ON DELETE CASCADE;
 
 --
 -- Name: jobs; Type: ROW SECURITY; Schema: jobqueue; Owner: -

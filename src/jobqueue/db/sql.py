@@ -67,6 +67,7 @@ class Queries:
     audit_insert: str
     audit_list: str
     cancel_jobs: str
+    checkpoint_save: str
     claim: str
     claim_limited: str
     clock: str
@@ -88,6 +89,7 @@ class Queries:
     job_attempts: str
     job_delete: str
     job_log_append: str
+    job_steps: str
     job_labels_count: str
     job_log_size: str
     job_run_now: str
@@ -154,6 +156,7 @@ class Queries:
     schema_create: str
     schema_tables: str
     snooze: str
+    step_record: str
     token_create: str
     token_revoke: str
     tokens_active_exist: str

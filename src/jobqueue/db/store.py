@@ -4,9 +4,9 @@ Nothing else runs a query. Each method binds its arguments to its .sql file's
 ``$n`` placeholders in one place, so a caller never counts positions, and returns
 typed records (jobqueue.model.job, jobqueue.db.records), never a driver's row. The queries
 of the jobs' path are here; those of one concern each are in the parts the Store
-inherits (process_queries.py, workflow_queries.py, queue_queries.py,
-admin_queries.py, on query_base.py). A test checks that every .sql file has exactly
-one method among them, and that nothing outside them runs SQL of its own.
+inherits (process_queries.py, workflow_queries.py, queue_queries.py, step_queries.py,
+admin_queries.py, on query_base.py). A test checks that every .sql file has exactly one
+method among them, and that nothing outside them runs SQL of its own.
 
 A store runs on an Executor: an asyncpg pool or connection, or one of the
 application's connections adapted by jobqueue.db.connections. ``store.on(conn)``
@@ -60,6 +60,7 @@ from jobqueue.db.records import (
 from jobqueue.db.schedule_queries import ScheduleQueries
 from jobqueue.db.search_queries import SearchQueries
 from jobqueue.db.sql import Queries, queries
+from jobqueue.db.step_queries import StepQueries
 from jobqueue.db.workflow_queries import WorkflowQueries
 from jobqueue.model.job import Attempt, Job, JobStatus
 
@@ -70,6 +71,7 @@ class Store(
     QueueQueries,
     ScheduleQueries,
     SearchQueries,
+    StepQueries,
     AdminQueries,
     QueryBase,
 ):
@@ -315,8 +317,8 @@ class Store(
             self._q.complete_handoff, [j.id for j in jobs], _held(jobs), worker_id, results,
             self.clock.now(), list(queues), limit, lease_seconds, _list(types),
         )  # fmt: skip
-        done = [row for row in rows if not row[11]]
-        handed = [ClaimedJob.from_record(row) for row in rows if row[13]]
+        done = [row for row in rows if not row["handed"]]
+        handed = [ClaimedJob.from_record(row) for row in rows if row["handed"]]
         return _fenced_out(jobs, done), handed
 
     async def fail(self, *, failures: Sequence[Failure], worker_id: str) -> list[ClaimedJob]:

@@ -124,6 +124,9 @@ class Job:
     """Its tags, to find it by (docs/search.md); [] if it has none."""
     meta: dict[str, Any] = dataclasses.field(default_factory=dict)
     """Its metadata, a JSON object to find it by (docs/search.md); {} if it has none."""
+    checkpoint: Any = None
+    """The cursor its handler last saved with ``ctx.checkpoint`` (docs/durable.md),
+    where its next attempt resumes; null if none."""
 
     @classmethod
     def from_record(cls, record: Any) -> Job:
@@ -140,6 +143,9 @@ class Job:
         trace, tags, meta = record["trace_context"], record["tags"], record["meta"]
         if isinstance(meta, str):
             meta = json.loads(meta)
+        checkpoint = record.get("checkpoint")  # not in the rows a few queries pick
+        if isinstance(checkpoint, str):
+            checkpoint = json.loads(checkpoint)
         return cls(
             record["id"], record["type"], record["queue"], payload, _STATUSES[record["status"]],
             record["attempts"], record["max_attempts"], record["priority"], record["run_at"],
@@ -149,6 +155,7 @@ class Job:
             None if progress is None else Progress.from_json(progress),
             None if trace is None else trace_id_of(trace), record["workflow_id"],
             record["concurrency_key"], [] if tags is None else tags, {} if meta is None else meta,
+            checkpoint,
         )  # fmt: skip
 
 

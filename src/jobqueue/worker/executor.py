@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobqueue import results
 from jobqueue.checkpoints import Signal, Signals
-from jobqueue.context import JobContext, JobLog
+from jobqueue.context import JobContext, JobLog, SyncJobContext
 from jobqueue.db.records import ClaimedJob, ParentResult
 from jobqueue.logs import get_logger
 from jobqueue.observability import lifecycle
@@ -33,6 +33,7 @@ from jobqueue.worker.progress import ProgressWriter
 
 if TYPE_CHECKING:
     from jobqueue.context import JobLog
+    from jobqueue.durable.steps import Durable
     from jobqueue.observability.joblogs import JobLogs
 
 log = get_logger("jobqueue.executor")
@@ -71,6 +72,7 @@ class Executor:
         job_logs: JobLogs | None = None,
         worker_id: str | None = None,
         parents: Callable[[int], Awaitable[list[ParentResult]]] | None = None,
+        durable: Durable | None = None,
     ) -> None:
         self._tasks = tasks
         self._slots = slots
@@ -88,6 +90,7 @@ class Executor:
         self._job_logs = job_logs
         self._worker_id = worker_id  # for the log events
         self._parents = parents  # a workflow job's parents, for its context
+        self._durable = durable  # what ctx.step and ctx.checkpoint record through
         # Set by the metrics (observability/metrics.py), which add it up in bulk: one
         # extend per attempt costs a fraction of an observer's calls. Six items per
         # attempt: queue, type, run_at, outcome, monotonic start and end (no job kept).
@@ -259,10 +262,18 @@ class Executor:
         elif task.isolated:  # stopped by cancellation itself; in a process of its own
             args = (payload, context_of(job, parents=parents))
         elif task.is_async:  # stopped by cancellation itself
-            args = (payload, context_of(job, None, self._report, self._job_log(job), parents))
+            args = (
+                payload,
+                context_of(job, None, self._report, self._job_log(job), parents, self._durable),
+            )
         else:
             flag = self._cancel_flags[job.id] = threading.Event()
-            args = (payload, context_of(job, flag, self._report, self._job_log(job), parents))
+            args = (
+                payload,
+                sync_context_of(
+                    job, flag, self._report, self._job_log(job), parents, self._durable
+                ),
+            )
         timeout = task.timeout if task.timeout is not None else self._default_timeout
         if timeout is None:  # the common case, on the hot path: no timeout context
             if task.is_async and not task.isolated:  # as _call, without its frame
@@ -386,24 +397,46 @@ def context_of(
     report: Callable[[ClaimedJob, float | None, str | None], None] | None = None,
     job_log: JobLog | None = None,
     parents: list[ParentResult] | None = None,
+    durable: Durable | None = None,
 ) -> JobContext:
     """The handler's view of ``job``; ``report`` receives its progress reports,
-    ``job_log`` keeps its log lines; ``parents``: a workflow job's."""
+    ``job_log`` keeps its log lines; ``parents``: a workflow job's; ``durable``: what
+    its steps are recorded through."""
     on_progress = None if report is None else functools.partial(report, job)
     if not parents:
         if job.tags is None and job.meta_json is None:
             return JobContext(
                 job.id, job.type, job.queue, job.attempt, job.max_attempts, cancel,
-                on_progress, job_log, job.workflow_id,
+                on_progress, job_log, job.workflow_id, {}, (), (), None, durable, job,
             )  # fmt: skip
         return JobContext(
             job.id, job.type, job.queue, job.attempt, job.max_attempts, cancel, on_progress,
             job_log, job.workflow_id, {}, (), () if job.tags is None else tuple(job.tags),
-            job.meta_json,
+            job.meta_json, durable, job,
         )  # fmt: skip
     return JobContext(
         job.id, job.type, job.queue, job.attempt, job.max_attempts, cancel, on_progress,
         job_log, job.workflow_id, {p.ref: p.result for p in parents},
         tuple(p.ref for p in parents if p.status != "completed"),
-        () if job.tags is None else tuple(job.tags), job.meta_json,
+        () if job.tags is None else tuple(job.tags), job.meta_json, durable, job,
+    )  # fmt: skip
+
+
+def sync_context_of(
+    job: ClaimedJob,
+    cancel: threading.Event,
+    report: Callable[[ClaimedJob, float | None, str | None], None] | None,
+    job_log: JobLog | None,
+    parents: list[ParentResult] | None,
+    durable: Durable | None,
+) -> SyncJobContext:
+    """A sync handler's view of ``job``, as context_of's. Its durable run is made here,
+    on the worker's loop, which the handler's thread sends its steps' queries to."""
+    on_progress = None if report is None else functools.partial(report, job)
+    return SyncJobContext(
+        job.id, job.type, job.queue, job.attempt, job.max_attempts, cancel, on_progress,
+        job_log, job.workflow_id, {} if not parents else {p.ref: p.result for p in parents},
+        () if not parents else tuple(p.ref for p in parents if p.status != "completed"),
+        () if job.tags is None else tuple(job.tags), job.meta_json, durable, job,
+        None if durable is None else durable.run(job), job.checkpoint_json,
     )  # fmt: skip

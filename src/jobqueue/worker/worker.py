@@ -23,6 +23,7 @@ from jobqueue.config import Settings
 from jobqueue.db.listener import Listener
 from jobqueue.db.query_base import Clock
 from jobqueue.db.store import Store
+from jobqueue.durable.steps import Durable
 from jobqueue.enqueue.rows import Rows
 from jobqueue.logs import get_logger
 from jobqueue.maintenance import Leader
@@ -139,6 +140,7 @@ class Worker:
             job_logs=self.job_logs,
             worker_id=self.id,
             parents=lambda job_id: store.workflow_parent_results(job_id=job_id),
+            durable=Durable(store, self.id, settings.max_result_bytes),
         )
         self.producer = Producer(
             store,

@@ -67,4 +67,4 @@ WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM better UNION ALL SELECT ctid FROM afte
   -- started is fenced out by the claim's token (migration 0022, docs/guarantees.md).
   AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
 RETURNING j.id, j.type, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at,
-          j.trace_context, j.workflow_id, j.claim_token, j.tags, j.meta
+          j.trace_context, j.workflow_id, j.claim_token, j.tags, j.meta, j.checkpoint

@@ -145,7 +145,7 @@ WITH RECURSIVE q AS MATERIALIZED (
       AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
     RETURNING j.id, j.type, j.queue, j.payload, j.attempts, j.max_attempts, j.priority,
               j.run_at, j.trace_context, j.workflow_id, j.concurrency_key, j.claim_token,
-              j.tags, j.meta
+              j.tags, j.meta, j.checkpoint
 ), logged AS (
     INSERT INTO {schema}.queue_starts (queue, key, at)
     SELECT $1, c.concurrency_key, q.t
@@ -167,5 +167,5 @@ WITH RECURSIVE q AS MATERIALIZED (
 )
 -- The columns of claim.sql, in its order (ClaimedJob.from_record).
 SELECT id, type, queue, payload, attempts, max_attempts, priority, run_at, trace_context,
-       workflow_id, claim_token, tags, meta
+       workflow_id, claim_token, tags, meta, checkpoint
 FROM claimed

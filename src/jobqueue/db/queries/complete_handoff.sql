@@ -68,13 +68,15 @@ WITH done AS (
              AND p.run_at <= COALESCE($5::timestamptz, now())
            LIMIT 1) IS NULL
     RETURNING c.id, c.type, c.queue, c.payload, c.attempts, c.max_attempts, c.priority,
-              c.run_at, c.trace_context, c.workflow_id, c.claim_token, c.tags, c.meta
+              c.run_at, c.trace_context, c.workflow_id, c.claim_token, c.tags, c.meta,
+              c.checkpoint
 )
 -- Naming "told" makes it run: a WITH query nobody reads is never evaluated.
 SELECT id, NULL::text AS type, NULL::text AS queue, NULL::jsonb AS payload,
        NULL::integer AS attempts, NULL::integer AS max_attempts, NULL::integer AS priority,
        NULL::timestamptz AS run_at, NULL::jsonb AS trace_context, NULL::bigint AS workflow_id,
        NULL::bigint AS claim_token, NULL::text[] AS tags, NULL::jsonb AS meta,
+       NULL::jsonb AS checkpoint,
        false AS handed
 FROM done WHERE (SELECT count(*) FROM told) >= 0
 UNION ALL

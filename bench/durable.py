@@ -1,0 +1,104 @@
+"""The cost of a durable step (docs/durable.md#figures): microseconds per `ctx.step`
+against the plain call of the same function, and per step replayed.
+
+    python bench/durable.py [--steps 2000] [--rounds 5] [--json]
+
+On DATABASE_URL, or the embedded server. One job is claimed as a worker claims it; its
+run then calls an async no-op function ``--steps`` times through ``ctx.step``, each
+step a name of its own (one fenced INSERT, one round trip, one commit each), and
+``--steps`` times directly. A second run of the same job replays them: one read of
+the recorded steps, then each call returns its recorded result. Medians of
+``--rounds`` rounds, each on a fresh job.
+
+Nothing here asserts a time: it prints figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from typing import Any
+
+import asyncpg
+
+sys.path.insert(0, os.path.dirname(__file__))
+from run import database_url
+
+from jobqueue.app import JobQueue
+from jobqueue.config import Settings
+from jobqueue.db.migrate import migrate
+from jobqueue.durable import Durable
+
+SCHEMA = "jqbench_durable"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="bench/durable.py", description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    dsn, server = database_url()
+    try:
+        figures = asyncio.run(measure(dsn, args.steps, args.rounds))
+    finally:
+        if server is not None:
+            server.stop()
+    if args.json:
+        print(json.dumps(figures))
+    else:
+        for key, value in figures.items():
+            print(f"{key:<28} {value}")
+    return 0
+
+
+async def noop(i: int) -> int:
+    return i
+
+
+async def measure(dsn: str, steps: int, rounds: int) -> dict[str, Any]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{SCHEMA}" CASCADE')
+        await migrate(conn, SCHEMA)
+    finally:
+        await conn.close()
+    async with JobQueue(settings=Settings(database_url=dsn, schema=SCHEMA, migrate=False)) as jq:
+        store = await jq.store()
+        durable = Durable(store, "bench", 65536)
+        plain, step, replay = [], [], []
+        for _ in range(rounds):
+            await jq.enqueue("bench_durable")
+            [job] = await store.claim(
+                queue="default", limit=1, worker_id="bench", lease_seconds=300
+            )
+            started = time.perf_counter()
+            for i in range(steps):
+                await noop(i)
+            plain.append((time.perf_counter() - started) / steps)
+            run = durable.run(job)
+            started = time.perf_counter()
+            for i in range(steps):
+                await run.step(f"s{i}", noop, (i,), {})
+            step.append((time.perf_counter() - started) / steps)
+            again = durable.run(job)
+            started = time.perf_counter()
+            for i in range(steps):
+                await again.step(f"s{i}", noop, (i,), {})
+            replay.append((time.perf_counter() - started) / steps)
+        return {
+            "steps_per_round": steps,
+            "rounds": rounds,
+            "plain_call_us": round(statistics.median(plain) * 1e6, 3),
+            "step_us": round(statistics.median(step) * 1e6, 1),
+            "step_replayed_us": round(statistics.median(replay) * 1e6, 2),
+        }
+
+
+if __name__ == "__main__":
+    sys.exit(main())

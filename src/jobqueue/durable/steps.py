@@ -1,0 +1,157 @@
+"""Steps and checkpoints: the memo a durable handler replays against.
+
+A handler may be run again from the top: after its worker died, after a failed attempt,
+after a manual retry. What must not happen twice goes through ``ctx.step``, which runs
+the function once per job and records its JSON result in the job's ``job_steps`` row;
+any later run finds the row and returns the result instead of calling the function.
+
+The record is fenced by the attempt's claim, as every outcome is: an attempt that lost
+its job (its lease lapsed and another worker took it) records nothing, and learns so
+by AttemptLost. A run reads its job's recorded steps once, at its first step, so a
+handler that never calls ``ctx.step`` costs nothing, and one that does pays one read
+per run and one write per step it runs.
+
+``ctx.checkpoint`` saves a cursor in the job's own row; the claim hands it back to the
+next attempt as ``ctx.last_checkpoint``, so reading it costs nothing either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from jobqueue import results
+from jobqueue.retry import Discard
+
+if TYPE_CHECKING:
+    from jobqueue.db.records import ClaimedJob
+    from jobqueue.db.store import Store
+
+T = TypeVar("T")
+
+_NOT_RECORDED = object()
+
+
+class AttemptLost(Exception):
+    """This attempt no longer holds its job: its lease lapsed and the job was rescued
+    or taken by another worker, or it was cancelled or ended meanwhile. What the attempt
+    tried to record (a step, a checkpoint) was not kept. Let it propagate: the
+    attempt's outcome is refused as well, and the job's current holder carries on."""
+
+
+class Durable:
+    """What a worker's runs record their steps and checkpoints through: one per
+    executor, shared by every context it makes (none is made per job)."""
+
+    def __init__(self, store: Store, worker_id: str, max_result_bytes: int) -> None:
+        self.store = store
+        self.worker_id = worker_id
+        self.max_result_bytes = max_result_bytes  # JOBQUEUE_MAX_RESULT_BYTES, as results
+
+    def run(self, job: ClaimedJob) -> DurableRun:
+        return DurableRun(self, job)
+
+
+class DurableRun:
+    """One run's view of its job's steps: those recorded before it (read at its first
+    step) and the names it has used, each of which may appear once per run."""
+
+    __slots__ = ("_durable", "_job", "_recorded", "_used", "loop")
+
+    def __init__(self, durable: Durable, job: ClaimedJob) -> None:
+        self._durable = durable
+        self._job = job
+        self._recorded: dict[str, Any] | None = None
+        self._used: set[str] = set()
+        # The worker's loop, where the queries run; a sync handler's thread sends them there.
+        self.loop = asyncio.get_running_loop()
+
+    async def recall(self, name: str) -> Any:
+        """What the step ``name`` returned when recorded, or _NOT_RECORDED."""
+        if not isinstance(name, str) or not name:
+            raise ValueError("a step's name is a non-empty string")
+        if name in self._used:
+            raise ValueError(
+                f"step {name!r} ran already in this run of job {self._job.id}; "
+                "give each step a name of its own (a loop's: f'charge-{i}')"
+            )
+        self._used.add(name)
+        if self._recorded is None:
+            steps = await self._durable.store.job_steps(job_id=self._job.id)
+            self._recorded = {step.name: step.result for step in steps}
+        return self._recorded.get(name, _NOT_RECORDED)
+
+    async def record(self, name: str, value: Any) -> Any:
+        """Record the step's result, fenced by the claim; return it as a later run will
+        see it (decoded from its JSON). Raises AttemptLost; or Discard for a result that
+        is not JSON or too large, which it would be again on any later attempt, after
+        the step's side effect again: the job fails without another."""
+        try:
+            text = results.encode(value, self._durable.max_result_bytes)
+        except results.ResultError as exc:
+            raise Discard(f"step {name!r}: {exc}") from None
+        held = await self._durable.store.step_record(
+            job_id=self._job.id, name=name, result=text, worker_id=self._durable.worker_id,
+            claim=self._job.claim,
+        )  # fmt: skip
+        if not held:
+            raise AttemptLost(
+                f"job {self._job.id}'s attempt {self._job.attempt} is no longer this "
+                f"worker's: step {name!r} was not recorded"
+            )
+        return None if text is None else json.loads(text)
+
+    async def checkpoint(self, value: Any) -> str | None:
+        """Save ``value`` as the job's cursor (None forgets it); return its JSON text.
+        Raises AttemptLost, or ResultError for a value that is not JSON or too large."""
+        text = results.encode(value, self._durable.max_result_bytes)
+        saved = await self._durable.store.checkpoint_save(
+            job_id=self._job.id, value=text, worker_id=self._durable.worker_id,
+            claim=self._job.claim,
+        )  # fmt: skip
+        if not saved:
+            raise AttemptLost(
+                f"job {self._job.id}'s attempt {self._job.attempt} is no longer this "
+                "worker's: its checkpoint was not saved"
+            )
+        return text
+
+    async def step(
+        self, name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """``ctx.step`` of an async handler."""
+        found = await self.recall(name)
+        if found is not _NOT_RECORDED:
+            return found
+        value = fn(*args, **kwargs)
+        if inspect.isawaitable(value):
+            value = await value
+        return await self.record(name, value)
+
+    def step_blocking(
+        self, name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """``ctx.step`` of a sync handler, from its thread: the function runs there, the
+        queries on the worker's loop."""
+        found = self.blocking(self.recall(name))
+        if found is not _NOT_RECORDED:
+            return found
+        value = fn(*args, **kwargs)
+        if inspect.isawaitable(value):
+            value = self.blocking(_awaited(value))
+        return self.blocking(self.record(name, value))
+
+    def blocking(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+
+async def _awaited(value: Awaitable[T]) -> T:
+    return await value
+
+
+def step_key(job_id: int, name: str) -> str:
+    """A key for the step's own side effect, the same on every attempt of the job."""
+    return f"jobqueue-job-{job_id}-step-{name}"
