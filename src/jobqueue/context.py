@@ -34,6 +34,7 @@ from collections.abc import (
     MutableMapping,
 )
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -162,6 +163,20 @@ class JobContext:
         job (nothing was recorded), and ValueError for a name used twice in one run."""
         return await self._durable_run().step(name, fn, args, kwargs)
 
+    async def sleep(self, seconds: float) -> None:
+        """Sleep ``seconds`` without holding a worker's slot: this run ends, the job is
+        ``waiting`` until then, and its next run replays its steps up to here and goes
+        on. The time is set by the run that first reached this sleep, so a replay does
+        not sleep again (docs/durable.md#durable-sleep). Sleeps are named by their order
+        in the run: the handler reaches them in the same order on every run."""
+        if not seconds >= 0:
+            raise ValueError(f"seconds must be 0 or more, got {seconds}")
+        await self.sleep_until(datetime.now(UTC) + timedelta(seconds=seconds))
+
+    async def sleep_until(self, when: datetime) -> None:
+        """As ``sleep``, until ``when`` (an aware datetime)."""
+        await self._durable_run().sleep_until(when)
+
     def step_key(self, name: str) -> str:
         """A key for step ``name``'s own side effect, the same on every attempt of the
         job: give it to the API the step calls (an idempotency key) to close the window
@@ -263,6 +278,17 @@ class SyncJobContext(JobContext):
     def step(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """As JobContext.step; ``fn`` runs in the handler's thread."""
         return self._durable_run().step_blocking(name, fn, args, kwargs)
+
+    def sleep(self, seconds: float) -> None:  # type: ignore[override]
+        """As JobContext.sleep."""
+        if not seconds >= 0:
+            raise ValueError(f"seconds must be 0 or more, got {seconds}")
+        self.sleep_until(datetime.now(UTC) + timedelta(seconds=seconds))
+
+    def sleep_until(self, when: datetime) -> None:  # type: ignore[override]
+        """As JobContext.sleep_until."""
+        run = self._durable_run()
+        run.blocking(run.sleep_until(when))
 
     def checkpoint(self, value: Any) -> None:  # type: ignore[override]
         """As JobContext.checkpoint."""

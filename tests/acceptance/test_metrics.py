@@ -28,7 +28,7 @@ from tests.conftest import ROOT, Process, Spawn, free_port, free_ports
 # One job of each kind runs: completed; retried then completed; retried then failed;
 # discarded.
 BATCH = [("ok", 30), ("flaky", 8), ("doomed", 4), ("hopeless", 3)]
-QUEUE_STATES = ("pending", "running", "completed", "failed", "cancelled")
+QUEUE_STATES = ("pending", "running", "completed", "failed", "cancelled", "waiting")
 FINAL = ("completed", "failed", "cancelled")
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]

@@ -103,11 +103,11 @@ def test_workflows_over_http_and_the_command_line(
     header, newest, diamond = (line.split() for line in listed.stdout.splitlines())
     assert header == [
         "ID", "NAME", "CREATED", "STATE",
-        "BLOCKED", "PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED",
+        "BLOCKED", "PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "WAITING",
     ]  # fmt: skip
     # CREATED is a date and a time; the chain has no name.
-    assert [newest[0], *newest[3:]] == [str(created["id"]), "cancelled", *"000003"]
-    assert [diamond[1], *diamond[4:]] == ["diamond", "completed", *"000400"]
+    assert [newest[0], *newest[3:]] == [str(created["id"]), "cancelled", *"0000030"]
+    assert [diamond[1], *diamond[4:]] == ["diamond", "completed", *"0004000"]
     [only] = json.loads(jobqueue(env, "workflows", "list", "--limit", "1", "--json").stdout)
     assert (only["id"], only["status"], only["jobs"]["cancelled"]) == (
         created["id"],

@@ -5,7 +5,7 @@ checkpoint is handed to the next attempt; steps show with their job and go with 
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -222,3 +222,76 @@ async def test_a_manual_retry_keeps_the_steps_and_the_checkpoint(
     done = await jq.wait(job.id, timeout=15)
     assert (done.status, done.result, done.checkpoint) == (JobStatus.COMPLETED, "ch-1", "charged")
     assert charged == [1]  # the card was charged once, in two runs
+
+
+async def test_a_durable_sleep_frees_the_slot_and_resumes_after_its_time(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    before: list[int] = []
+    slept: list[datetime] = []
+
+    async def remember() -> str:
+        before.append(1)
+        return "done before the sleep"
+
+    @jq.task("nap")
+    async def nap(payload: dict[str, Any], ctx: JobContext) -> str:
+        first: str = await ctx.step("before", remember)
+        slept.append(datetime.now(UTC))
+        await ctx.sleep(2)
+        return first
+
+    @jq.task("other")
+    async def other(payload: dict[str, Any]) -> None:
+        return None
+
+    worker = await start_worker(worker_count=1)  # one slot: the sleep must give it back
+    job = await jq.enqueue("nap")
+    while (asleep := await jq.get(job.id)) is not None and asleep.status != JobStatus.WAITING:
+        await worker.completer.signals.flushed.wait()
+    assert asleep is not None
+    assert asleep.run_at >= slept[0] + timedelta(seconds=2)
+    assert (asleep.worker_id, asleep.attempts) == (None, 0)  # no lease, no attempt spent
+    [queue] = await jq.queues()
+    assert (queue.waiting, queue.pending, queue.running) == (1, 0, 0)
+    # Its slot is free: another job runs on the only one while it sleeps.
+    other_job = await jq.enqueue("other")
+    assert (await jq.wait(other_job.id, timeout=15)).status == JobStatus.COMPLETED
+    assert (await jq.get(job.id)).status == JobStatus.WAITING  # type: ignore[union-attr]
+
+    done = await jq.wait(job.id, timeout=30)
+    assert (done.status, done.result, done.attempts) == (
+        JobStatus.COMPLETED, "done before the sleep", 1,
+    )  # fmt: skip
+    assert done.started_at is not None
+    assert done.started_at >= asleep.run_at  # the replay began once its time had come
+    assert before == [1]  # the step before the sleep ran once, in two runs
+    assert [s.name for s in await jq.steps(job.id)] == ["before", "sleep-1"]
+    [queue] = await jq.queues()
+    assert queue.waiting == 0
+
+
+async def test_a_waiting_job_can_be_cancelled(jq: JobQueue, start_worker: StartWorker) -> None:
+    @jq.task("long_nap")
+    def long_nap(payload: dict[str, Any], ctx: SyncJobContext) -> None:
+        ctx.sleep(3600)  # a sync handler sleeps the same way
+
+    job = await jq.enqueue("long_nap")
+    worker = await start_worker()
+    while (asleep := await jq.get(job.id)) is not None and asleep.status != JobStatus.WAITING:
+        await worker.completer.signals.flushed.wait()
+    await jq.cancel(job.id)
+    done = await jq.wait(job.id, timeout=15)
+    assert done.status == JobStatus.CANCELLED
+
+
+async def test_sleep_until_takes_an_aware_time(jq: JobQueue, start_worker: StartWorker) -> None:
+    @jq.task("naive", max_attempts=1)
+    async def naive(payload: dict[str, Any], ctx: JobContext) -> None:
+        await ctx.sleep_until(datetime(2030, 1, 1))
+
+    job = await jq.enqueue("naive")
+    await start_worker()
+    done = await jq.wait(job.id, timeout=15)
+    assert done.status == JobStatus.FAILED
+    assert "sleep_until takes an aware datetime" in str(done.last_error)

@@ -340,7 +340,8 @@ async def test_the_newest_workflows_are_listed_with_their_jobs_counted_by_state(
         (single.id, None, "running"),
         (chain.id, "second", "running"),
     ]
-    none = dict.fromkeys(("blocked", "pending", "running", "completed", "failed", "cancelled"), 0)
+    states = ("blocked", "pending", "running", "completed", "failed", "cancelled", "waiting")
+    none = dict.fromkeys(states, 0)
     assert listed[0].jobs == none | {"pending": 1}
     assert listed[1].jobs == none | {"pending": 1, "blocked": 2}
     oldest = (await jq.list_workflows())[-1]

@@ -1542,10 +1542,12 @@ export interface components {
          *     A failed attempt with attempts left goes from ``running`` back to ``pending``
          *     with ``run_at`` in the future. ``failed`` after the last attempt is final
          *     until a manual retry. A workflow's job waits ``blocked`` until its parents have
-         *     ended (docs/workflows.md), then is ``pending``.
+         *     ended (docs/workflows.md), then is ``pending``. A job whose handler called
+         *     ``ctx.sleep`` is ``waiting`` until its ``run_at``, holding no worker's slot, then
+         *     ``pending`` again (docs/durable.md).
          * @enum {string}
          */
-        JobStatus: "blocked" | "pending" | "running" | "completed" | "failed" | "cancelled";
+        JobStatus: "blocked" | "pending" | "running" | "completed" | "failed" | "cancelled" | "waiting";
         /** LastJob */
         LastJob: {
             /** Id */
@@ -2187,7 +2189,8 @@ export interface components {
          *       "paused": false,
          *       "pending": 1200,
          *       "running": 10,
-         *       "unhandled": 0
+         *       "unhandled": 0,
+         *       "waiting": 0
          *     }
          */
         QueueInfo: {
@@ -2215,6 +2218,11 @@ export interface components {
              * @default 0
              */
             unhandled?: number;
+            /**
+             * Waiting
+             * @default 0
+             */
+            waiting?: number;
         };
         /** QueueList */
         QueueList: {

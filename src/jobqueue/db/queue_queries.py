@@ -24,9 +24,23 @@ class QueueQueries(QueryBase):
     # -- queues ----------------------------------------------------------------------
 
     async def queues_overview(self, *, name: str | None = None) -> list[QueueInfo]:
-        """Every queue with jobs or controls (or the one named), from the counters."""
+        """Every queue with jobs or controls (or the one named), from the counters, and
+        its waiting jobs (durable sleeps), which the counters leave out."""
         records = await self.db.fetch(self._q.queues_overview, name, self.clock.now())
-        return [QueueInfo(**dict(r.items())) for r in records]
+        asleep = await self.queue_sleeping(name=name)
+        infos = [QueueInfo(**dict(r.items()), waiting=asleep.pop(r["name"], 0)) for r in records]
+        if not asleep:
+            return infos
+        infos += [
+            QueueInfo(queue, 0, 0, 0, 0, 0, False, None, None, waiting=n)
+            for queue, n in asleep.items()
+        ]
+        return sorted(infos, key=lambda q: q.name)
+
+    async def queue_sleeping(self, *, name: str | None = None) -> dict[str, int]:
+        """The waiting jobs of each queue (or of the one named) that has any."""
+        rows = await self.db.fetch(self._q.queue_sleeping, name)
+        return {r["queue"]: r["waiting"] for r in rows}
 
     async def queue_unhandled(
         self, *, within_seconds: float, window: int = UNHANDLED_WINDOW

@@ -142,6 +142,14 @@ class Snoozed:
 
 
 @dataclass(frozen=True, slots=True)
+class Sleep:
+    """A durable sleep, to be written: the job waits until ``until``, uncounted."""
+
+    job: ClaimedJob
+    until: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class ProgressReport:
     job: ClaimedJob
     fraction: float | None
@@ -248,6 +256,7 @@ class WorkflowCounts:
     completed: int
     failed: int
     cancelled: int
+    waiting: int
 
 
 @dataclass(frozen=True, slots=True)

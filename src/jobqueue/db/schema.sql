@@ -150,7 +150,7 @@ CREATE TABLE jobqueue.jobs (
     CONSTRAINT jobs_on_failure_check CHECK ((on_failure = ANY (ARRAY['cancel'::text, 'continue'::text]))),
     CONSTRAINT jobs_queue_check CHECK ((queue <> ''::text)),
     CONSTRAINT jobs_run_if_check CHECK ((run_if = ANY (ARRAY['completed'::text, 'finished'::text, 'failed'::text]))),
-    CONSTRAINT jobs_status_check CHECK ((status = ANY (ARRAY['blocked'::text, 'pending'::text, 'running'::text, 'completed'::text, 'failed'::text, 'cancelled'::text]))),
+    CONSTRAINT jobs_status_check CHECK ((status = ANY (ARRAY['blocked'::text, 'pending'::text, 'running'::text, 'completed'::text, 'failed'::text, 'cancelled'::text, 'waiting'::text]))),
     CONSTRAINT jobs_type_check CHECK ((type <> ''::text))
 )
 WITH (autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_threshold='1000', autovacuum_vacuum_insert_scale_factor='0.05', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_limit='1000');
@@ -458,7 +458,7 @@ CREATE FUNCTION jobqueue.release_unique_keys() RETURNS trigger
 BEGIN
     UPDATE "jobqueue".unique_keys AS k
     SET held_until = CASE
-            WHEN n.status IN ('blocked', 'pending', 'running') THEN 'infinity'
+            WHEN n.status IN ('blocked', 'pending', 'running', 'waiting') THEN 'infinity'
             WHEN n.status = 'completed'
                 THEN now() + make_interval(secs => COALESCE(k.hold_seconds, 0))
             ELSE now()
@@ -1318,6 +1318,12 @@ CREATE INDEX jobs_key_running_idx ON jobqueue.jobs USING btree (queue, concurren
 --
 
 CREATE INDEX jobs_lease_idx ON jobqueue.jobs USING btree (lease_expires_at) WHERE (status = 'running'::text);
+
+--
+-- Name: jobs_waiting_idx; Type: INDEX; Schema: jobqueue; Owner: -
+--
+
+CREATE INDEX jobs_waiting_idx ON jobqueue.jobs USING btree (run_at) INCLUDE (queue) WHERE (status = 'waiting'::text);
 
 --
 -- Name: jobs_workflow_idx; Type: INDEX; Schema: jobqueue; Owner: -

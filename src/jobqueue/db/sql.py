@@ -133,6 +133,7 @@ class Queries:
     queue_minutes_waits: str
     queue_pause: str
     queue_resume: str
+    queue_sleeping: str
     queue_unhandled: str
     queue_waiting: str
     queues_later: str
@@ -155,6 +156,7 @@ class Queries:
     schedules_sync_code: str
     schema_create: str
     schema_tables: str
+    sleep: str
     snooze: str
     step_record: str
     token_create: str
@@ -163,6 +165,7 @@ class Queries:
     tokens_list: str
     unique_holder: str
     unique_keys_expire: str
+    wake: str
     worker_heartbeat: str
     worker_register: str
     worker_unregister: str

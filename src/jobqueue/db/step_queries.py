@@ -1,8 +1,13 @@
-"""The store's queries of durable steps and checkpoints (jobqueue.durable, docs/durable.md)."""
+"""The store's queries of durable jobs (jobqueue.durable, docs/durable.md): steps,
+checkpoints and sleeps."""
 
 from __future__ import annotations
 
-from jobqueue.db.query_base import QueryBase
+import json
+from collections.abc import Sequence
+
+from jobqueue.db.query_base import QueryBase, _fenced_out
+from jobqueue.db.records import ClaimedJob, Sleep
 from jobqueue.model.steps import Step
 
 
@@ -28,3 +33,18 @@ class StepQueries(QueryBase):
         False when the attempt no longer holds the job (nothing saved)."""
         saved = await self.db.fetchval(self._q.checkpoint_save, job_id, value, worker_id, claim)
         return saved is not None
+
+    async def sleep(self, *, sleeps: Sequence[Sleep], worker_id: str) -> list[ClaimedJob]:
+        """Record durable sleeps: each job waiting until its time, the attempt uncounted
+        (cancelled instead if asked to stop). Returns the jobs the fence refused."""
+        jobs = [s.job for s in sleeps]
+        held = {str(s.job.id): {"claim": s.job.claim, "until": s.until.isoformat()} for s in sleeps}
+        rows = await self.db.fetch(
+            self._q.sleep, [j.id for j in jobs], json.dumps(held), worker_id, self.clock.now()
+        )
+        return _fenced_out(jobs, rows)
+
+    async def wake(self, *, limit: int) -> int:
+        """Make up to ``limit`` waiting jobs whose time has come pending; return how many."""
+        woken: int = await self.db.fetchval(self._q.wake, limit, self.clock.now())
+        return woken

@@ -21,6 +21,7 @@ import asyncio
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Coroutine
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jobqueue import results
@@ -33,6 +34,16 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 _NOT_RECORDED = object()
+
+
+class Waiting(BaseException):  # not an error: the run ends here, on purpose
+    """Raised by ``ctx.sleep``: this run ends, the job waits until ``until`` holding no
+    slot, and its next run replays its steps. A BaseException, as asyncio's
+    CancelledError is, so that a handler's ``except Exception`` does not swallow it."""
+
+    def __init__(self, until: datetime) -> None:
+        super().__init__(f"waiting until {until.isoformat()}")
+        self.until = until
 
 
 class AttemptLost(Exception):
@@ -59,13 +70,14 @@ class DurableRun:
     """One run's view of its job's steps: those recorded before it (read at its first
     step) and the names it has used, each of which may appear once per run."""
 
-    __slots__ = ("_durable", "_job", "_recorded", "_used", "loop")
+    __slots__ = ("_durable", "_job", "_recorded", "_sleeps", "_used", "loop")
 
     def __init__(self, durable: Durable, job: ClaimedJob) -> None:
         self._durable = durable
         self._job = job
         self._recorded: dict[str, Any] | None = None
         self._used: set[str] = set()
+        self._sleeps = 0  # this run's sleeps so far: the next one's name
         # The worker's loop, where the queries run; a sync handler's thread sends them there.
         self.loop = asyncio.get_running_loop()
 
@@ -143,6 +155,21 @@ class DurableRun:
         if inspect.isawaitable(value):
             value = self.blocking(_awaited(value))
         return self.blocking(self.record(name, value))
+
+    async def sleep_until(self, when: datetime) -> None:
+        """``ctx.sleep_until``: the run's Nth sleep is the step "sleep-N", whose result
+        is the time it waits for, set by the run that first reached it. Returns once
+        that time has passed; until then raises Waiting, which ends the run."""
+        if when.tzinfo is None:
+            raise ValueError("sleep_until takes an aware datetime")
+        self._sleeps += 1
+        name = f"sleep-{self._sleeps}"
+        found = await self.recall(name)
+        if found is _NOT_RECORDED:
+            found = await self.record(name, when.astimezone(UTC).isoformat())
+        until = datetime.fromisoformat(found)
+        if until > datetime.now(UTC):
+            raise Waiting(until)
 
     def blocking(self, coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()

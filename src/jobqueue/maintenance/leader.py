@@ -2,12 +2,13 @@
 
 Every worker process runs a Leader, which competes for the lead. Each interval it
 claims or renews the leader row for three intervals; the process that holds it runs
-the rescuer, the schedules (on a loop of their own), priority aging, retention, the folding of the
-queue counters' changes, the expiry of idempotency keys and the dashboard's
-per-minute series. A leader that dies or freezes stops renewing, and another process
-takes over within three intervals. Two processes that both believe they lead for a
-moment do no harm: rescuing, retention and folding are idempotent (they touch only
-expired leases, old finished jobs and counter changes, under SKIP LOCKED).
+the rescuer, the schedules and the waking of durable sleeps (each on a loop of its
+own), priority aging, retention, the folding of the queue counters' changes, the
+expiry of idempotency keys and the dashboard's per-minute series. A leader that dies
+or freezes stops renewing, and another process takes over within three intervals.
+Two processes that both believe they lead for a moment do no harm: rescuing,
+retention, folding and waking are idempotent (they touch only expired leases, old
+finished jobs, counter changes and due waiting jobs, under SKIP LOCKED).
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ from jobqueue.checkpoints import Signal, Signals
 from jobqueue.db.pool import log_failure
 from jobqueue.db.store import Store
 from jobqueue.logs import get_logger
+from jobqueue.maintenance import sleepers
 from jobqueue.maintenance.aging import Aging
 from jobqueue.maintenance.compaction import Compaction
 from jobqueue.maintenance.expired_keys import IdempotencyExpiry
 from jobqueue.maintenance.rescuer import Rescuer
 from jobqueue.maintenance.retention import Retention
 from jobqueue.maintenance.series import Series
+from jobqueue.maintenance.sleepers import Sleepers
 from jobqueue.schedules import runner
 from jobqueue.schedules.runner import ScheduleRunner
 
@@ -71,21 +74,23 @@ class Leader:
         self.compaction = Compaction(store)
         self.idempotency = IdempotencyExpiry(store)
         self.series = Series(store)
+        self.sleepers = Sleepers(store)
         self.is_leader = False
         self.signals = LeaderSignals()
 
     async def run(self) -> None:
-        ticking: asyncio.Task[None] | None = None
+        ticking: list[asyncio.Task[None]] = []
         try:
             while True:
                 await self.run_once()
-                if ticking is None:  # after the first round: it starts knowing if it leads
-                    ticking = asyncio.create_task(self._tick_schedules(), name="schedules")
+                if not ticking:  # after the first round: they start knowing if it leads
+                    ticking.append(asyncio.create_task(self._tick_schedules(), name="schedules"))
+                    ticking.append(asyncio.create_task(self._wake_sleepers(), name="sleepers"))
                 again_in = self.compaction.again_in if self.is_leader else None
                 await asyncio.sleep(min(self._interval, again_in or self._interval))
         finally:
-            if ticking is not None:
-                ticking.cancel()
+            for task in ticking:
+                task.cancel()
             if self.is_leader:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(self.resign())
@@ -125,6 +130,17 @@ class Leader:
                 log_failure(log, exc, "enqueueing schedules' ticks failed", "ticks delayed")
                 wait = runner.POLL_SECONDS
             await asyncio.sleep(wait)
+
+    async def _wake_sleepers(self) -> None:
+        """The durable sleeps' own loop: a job wakes within a second of its time, where
+        the rest of maintenance runs every interval."""
+        while True:
+            if self.is_leader:
+                try:
+                    await self.sleepers.run_once()
+                except Exception as exc:
+                    log_failure(log, exc, "waking waiting jobs failed", "waiting jobs wake later")
+            await asyncio.sleep(sleepers.EVERY_SECONDS)
 
     async def resign(self) -> None:
         """Hand the lead over at once on a clean stop, instead of after it expires."""

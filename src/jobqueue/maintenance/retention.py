@@ -3,9 +3,10 @@ cancelled jobs, JOBQUEUE_RETAIN_FAILED for dead letters; and audit log rows past
 JOBQUEUE_RETAIN_AUDIT. A workflow's jobs go together, once every one of them is past
 its retention: never half a workflow (docs/workflows.md).
 
-It runs on the maintenance leader, at most once a minute, in batches of BATCH rows
-with a pause between them: each DELETE holds its row locks for milliseconds, and
-autovacuum (tuned for the jobs table, see migration 0005) keeps up with the dead rows.
+It runs on the maintenance leader, at most once every EVERY_SECONDS, in batches of
+BATCH rows with a pause between them: each DELETE holds its row locks for
+milliseconds, and autovacuum (tuned for the jobs table, see migration 0005) keeps up
+with the dead rows.
 """
 
 from __future__ import annotations
@@ -27,7 +28,12 @@ PAUSE_SECONDS = 0.05
 # At most this many batches per run, so that a large backlog (retention just turned
 # on) does not hold up the leader's other work; the next run goes on.
 MAX_BATCHES = 100
-EVERY_SECONDS = 60.0
+# Default 5 s, the leader's round: a busy queue's deletes come as a few statements every
+# few seconds, not a minute's worth at once. Once a minute, a queue finishing 500 jobs
+# a second had its leader delete 30,000 a minute in a burst of seconds, and pickups in
+# that burst waited for the two cores (docs/soak.md). More often costs one indexed
+# probe per run when nothing is due.
+EVERY_SECONDS = 5.0
 
 
 class Retention:

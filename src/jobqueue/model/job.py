@@ -22,7 +22,9 @@ class JobStatus(enum.StrEnum):
     A failed attempt with attempts left goes from ``running`` back to ``pending``
     with ``run_at`` in the future. ``failed`` after the last attempt is final
     until a manual retry. A workflow's job waits ``blocked`` until its parents have
-    ended (docs/workflows.md), then is ``pending``.
+    ended (docs/workflows.md), then is ``pending``. A job whose handler called
+    ``ctx.sleep`` is ``waiting`` until its ``run_at``, holding no worker's slot, then
+    ``pending`` again (docs/durable.md).
     """
 
     BLOCKED = "blocked"
@@ -31,6 +33,7 @@ class JobStatus(enum.StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    WAITING = "waiting"
 
 
 FINAL_STATES = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED})
@@ -284,6 +287,7 @@ class QueueInfo:
                     "paused_at": None,
                     "oldest_pending_seconds": 4.2,
                     "unhandled": 0,
+                    "waiting": 0,
                 }
             ]
         }
@@ -305,3 +309,6 @@ class QueueInfo:
     unhandled: int = 0
     """Pending jobs that wait for a handler: of a type that no live worker serving the
     queue has a handler for (or with no live worker serving it at all)."""
+    waiting: int = 0
+    """Jobs asleep in a durable sleep (``ctx.sleep``, docs/durable.md), holding no
+    worker's slot: pending again at their time."""

@@ -22,8 +22,12 @@ from jobqueue.db.records import ClaimedJob
 # - discarded: it raised Discard, or its payload or result can never be accepted;
 # - cancelled: the job was cancelled while it ran;
 # - released: shutdown stopped it; it goes back to pending, the attempt not counted.
+# - snoozed: it raised Snooze: due again later, the attempt not counted.
+# - waiting: it called ctx.sleep: the job waits, holding no slot, the attempt not counted.
 # (A job whose worker died is "rescued" by the leader, which sees no attempt end.)
-Outcome = Literal["completed", "retried", "failed", "discarded", "cancelled", "released", "snoozed"]
+Outcome = Literal[
+    "completed", "retried", "failed", "discarded", "cancelled", "released", "snoozed", "waiting"
+]
 
 
 class AttemptObserver(Protocol):

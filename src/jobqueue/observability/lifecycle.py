@@ -121,6 +121,15 @@ def snoozed(job: ClaimedJob, worker_id: str | None, started: float, delay: float
         log.info("job.snoozed", **fields, retry_in_ms=round(delay * 1000, 3))
 
 
+def waiting(job: ClaimedJob, worker_id: str | None, started: float, until: datetime) -> None:
+    """A run slept (ctx.sleep): the job waits until ``until``, holding no slot."""
+    if logs.enabled("info"):
+        seconds = time.monotonic() - started
+        fields = attempt_fields(job, worker_id, datetime.now(UTC) - timedelta(seconds=seconds))
+        fields["duration_ms"] = round(seconds * 1000, 3)
+        log.info("job.waiting", **fields, until=until.isoformat())
+
+
 def cancelled_pending(job_id: int, *, type: str | None = None, queue: str | None = None) -> None:
     """A pending job was cancelled: it ends without running again."""
     if logs.enabled("info"):

@@ -68,7 +68,7 @@ MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
 FLUSH_SECONDS = 0.25
 # The ``method`` label's values; any other method a client sends is "other".
 HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
-QUEUE_STATES = ("pending", "running", "completed", "failed", "cancelled")
+QUEUE_STATES = ("pending", "running", "completed", "failed", "cancelled", "waiting")
 
 
 class ProcessMetrics:

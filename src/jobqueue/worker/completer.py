@@ -17,10 +17,11 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from jobqueue.checkpoints import Signal, Signals
 from jobqueue.db.pool import log_failure, resend_unsent
-from jobqueue.db.records import ClaimedJob, Failure, Snoozed
+from jobqueue.db.records import ClaimedJob, Failure, Sleep, Snoozed
 from jobqueue.db.store import Store
 from jobqueue.logs import get_logger
 from jobqueue.model.job import CANCELLED_WHILE_RUNNING, JobStatus
@@ -75,6 +76,7 @@ class Completer:
         self._failed: list[Failure] = []
         self._released: list[ClaimedJob] = []
         self._snoozed: list[Snoozed] = []
+        self._sleeping: list[Sleep] = []  # durable sleeps (ctx.sleep)
         self._max_snoozes = max_snoozes  # JOBQUEUE_MAX_SNOOZES
         self._cancelled: list[ClaimedJob] = []
         self._results: dict[int, str] = {}  # of completed jobs that returned something
@@ -106,6 +108,11 @@ class Completer:
 
     def snooze(self, job: ClaimedJob, delay: float) -> None:
         self._snoozed.append(Snoozed(job, delay))
+        self._wake()
+
+    def sleep(self, job: ClaimedJob, until: datetime) -> None:
+        """The run slept (ctx.sleep): the job waits until ``until``, holding no slot."""
+        self._sleeping.append(Sleep(job, until))
         self._wake()
 
     def release(self, job: ClaimedJob) -> None:
@@ -156,9 +163,11 @@ class Completer:
         """Write every outcome buffered; return how many were buffered."""
         completed, failed, released = self._completed, self._failed, self._released
         cancelled, snoozed, workflow = self._cancelled, self._snoozed, self._workflow
+        sleeping = self._sleeping
         count = len(completed) + len(failed) + len(released) + len(cancelled) + len(snoozed)
+        count += len(sleeping)
         self._completed, self._failed, self._released, self._cancelled = [], [], [], []
-        self._snoozed = []
+        self._snoozed, self._sleeping = [], []
         self._workflow = False
         try:
             async with self._store.connection() as store:
@@ -199,6 +208,9 @@ class Completer:
                         ),
                     )
                     snoozed = []
+                if sleeping:
+                    await self._write("sleep", store.sleep(sleeps=sleeping, worker_id=worker_id))
+                    sleeping = []
                 if cancelled:
                     await self._write(
                         "cancellation",
@@ -215,6 +227,7 @@ class Completer:
             # Keep what was not written for the next flush.
             self._completed[:0], self._failed[:0], self._released[:0] = completed, failed, released
             self._cancelled[:0], self._snoozed[:0] = cancelled, snoozed
+            self._sleeping[:0] = sleeping
             self._workflow = self._workflow or (workflow and bool(completed))
             raise
 

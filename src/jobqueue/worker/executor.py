@@ -22,6 +22,7 @@ from jobqueue import results
 from jobqueue.checkpoints import Signal, Signals
 from jobqueue.context import JobContext, JobLog, SyncJobContext
 from jobqueue.db.records import ClaimedJob, ParentResult
+from jobqueue.durable.steps import Waiting
 from jobqueue.logs import get_logger
 from jobqueue.observability import lifecycle
 from jobqueue.observability.attempts import AttemptObserver, Outcome
@@ -177,17 +178,18 @@ class Executor:
             lifecycle.went_wrong(job, outcome, self._worker_id, started)
             self._completer.release(job)
             raise
+        except Waiting as asleep:  # ctx.sleep: the run ends, the job waits
+            await self._settle(job)
+            outcome = "waiting"
+            self._completer.sleep(job, asleep.until)
+            lifecycle.waiting(job, self._worker_id, started, asleep.until)
         except Exception as exc:
             error = exc
             if job.id in self._cancel_requested:
                 outcome = "cancelled"
                 self._completer.cancel(job)
             else:
-                # Where it got to, for whoever looks.
-                if self._progress is not None and (writing := self._progress.settle(job.id)):
-                    await writing
-                if self._job_logs is not None and (writing := self._job_logs.settle(job)):
-                    await writing
+                await self._settle(job)  # where it got to, for whoever looks
                 outcome = (
                     self._snoozed(job, exc, started)
                     if isinstance(exc, Snooze)
@@ -207,6 +209,13 @@ class Executor:
                     (job.queue, job.type, job.run_at, outcome, started, time.monotonic())
                 )
             self._finished(job)
+
+    async def _settle(self, job: ClaimedJob) -> None:
+        """Write the attempt's last progress report and log lines."""
+        if self._progress is not None and (writing := self._progress.settle(job.id)):
+            await writing
+        if self._job_logs is not None and (writing := self._job_logs.settle(job)):
+            await writing
 
     def _observe_start(self, job: ClaimedJob) -> list[object]:
         states: list[object] = []

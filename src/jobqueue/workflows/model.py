@@ -134,8 +134,8 @@ class Workflow:
     name: str | None
     created_at: datetime
     status: str
-    """running while a job is blocked, pending or running; else completed if every job
-    did, failed if one failed, cancelled otherwise."""
+    """running while a job is blocked, pending, running or waiting; else completed if
+    every job did, failed if one failed, cancelled otherwise."""
     jobs: list[WorkflowJob]
 
 
@@ -158,7 +158,7 @@ def status_of(jobs: Sequence[Job]) -> str:
 
 def status_of_states(states: set[str]) -> str:
     """A workflow's status from the states its jobs are in (see Workflow.status)."""
-    if states & {JobStatus.BLOCKED, JobStatus.PENDING, JobStatus.RUNNING}:
+    if states & {JobStatus.BLOCKED, JobStatus.PENDING, JobStatus.RUNNING, JobStatus.WAITING}:
         return "running"
     if states <= {JobStatus.COMPLETED}:
         return "completed"

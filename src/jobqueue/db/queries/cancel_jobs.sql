@@ -1,14 +1,15 @@
 -- Cancels one job ($1) or every one matching the filters ($2 type, $3 queue; NULL:
 -- any), at most $4 per call (the caller repeats until a batch comes back short).
--- A pending (or blocked: a workflow's) job is cancelled at once. A running job is asked
--- to stop: its worker learns of it by NOTIFY on the cancel channel (payload: the job id), or at its next
--- heartbeat if it missed that, and ends the job cancelled. A running job already
+-- A pending (or blocked: a workflow's; or waiting: asleep) job is cancelled at once. A
+-- running job is asked to stop: its worker learns of it by NOTIFY on the cancel channel
+-- (payload: the job id), or at its next heartbeat if it missed that, and ends the job
+-- cancelled. A running job already
 -- asked is not picked again, so that the caller's loop ends.
 -- $5 is "now": NULL for the database's clock, a time for a test's (db/store.py).
 WITH picked AS (
     SELECT id
     FROM {schema}.jobs
-    WHERE status IN ('blocked', 'pending', 'running')
+    WHERE status IN ('blocked', 'pending', 'running', 'waiting')
       AND (status <> 'running' OR cancel_requested_at IS NULL)
       AND ($1::bigint IS NULL OR id = $1)
       AND ($2::text IS NULL OR type = $2)

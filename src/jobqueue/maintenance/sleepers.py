@@ -1,0 +1,31 @@
+"""Wakes the jobs asleep in a durable sleep (ctx.sleep, docs/durable.md) once their time
+has come: pending again, and their queues' workers told by NOTIFY, so that a job
+resumes within a second of its time.
+
+The leader runs it every EVERY_SECONDS on a loop of its own, as it runs the schedules'
+ticks, apart from its other maintenance (every JOBQUEUE_RESCUE_INTERVAL). A round when
+no job is due is one probe of the waiting jobs' partial index (migration 0034).
+"""
+
+from __future__ import annotations
+
+from jobqueue.db.store import Store
+from jobqueue.maintenance.batches import in_batches
+
+# Default 1 s: a sleep ends at most this late (plus the claim). Shorter costs a probe
+# more per second on the leader.
+EVERY_SECONDS = 1.0
+BATCH = 1000
+# A backlog (no leader for a while) is woken over a few rounds, not in one go.
+MAX_BATCHES = 20
+
+
+class Sleepers:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    async def run_once(self) -> int:
+        """Wake every waiting job whose time has come (up to MAX_BATCHES batches)."""
+        return await in_batches(
+            lambda limit: self._store.wake(limit=limit), size=BATCH, max_batches=MAX_BATCHES
+        )
