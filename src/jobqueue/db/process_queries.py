@@ -80,6 +80,12 @@ class ProcessQueries(QueryBase):
     async def leader_resign(self, *, role: str, leader_id: str) -> None:
         await self.db.execute(self._q.leader_resign, role, leader_id)
 
+    async def leader_due(self) -> tuple[float | None, float | None]:
+        """Seconds until the earliest schedule's tick and until the earliest waiting
+        job's time (0 or less: due; None: none), in one probe."""
+        row = await self.db.fetchrow(self._q.leader_due, self.clock.now())
+        return row["schedule_in"], row["wake_in"]
+
     async def rescue(self, *, limit: int) -> list[Rescued]:
         """Return up to ``limit`` jobs whose lease expired to the queue (or end them)."""
         rows = await self.db.fetch(self._q.rescue, limit, self.clock.now())

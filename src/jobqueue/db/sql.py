@@ -102,6 +102,7 @@ class Queries:
     jobs_due_or_running: str
     jobs_search: str
     leader_elect: str
+    leader_due: str
     leader_holder: str
     leader_resign: str
     limit_due: str

@@ -2,8 +2,8 @@
 
 Every worker process runs a Leader, which competes for the lead. Each interval it
 claims or renews the leader row for three intervals; the process that holds it runs
-the rescuer, the schedules and the waking of durable sleeps (each on a loop of its
-own), priority aging, retention, the folding of the queue counters' changes, the
+the rescuer, the schedules and the waking of durable sleeps (on a loop of their own,
+to the second), priority aging, retention, the folding of the queue counters' changes, the
 expiry of idempotency keys and the dashboard's per-minute series. A leader that dies
 or freezes stops renewing, and another process takes over within three intervals.
 Two processes that both believe they lead for a moment do no harm: rescuing,
@@ -21,7 +21,6 @@ from jobqueue.checkpoints import Signal, Signals
 from jobqueue.db.pool import log_failure
 from jobqueue.db.store import Store
 from jobqueue.logs import get_logger
-from jobqueue.maintenance import sleepers
 from jobqueue.maintenance.aging import Aging
 from jobqueue.maintenance.compaction import Compaction
 from jobqueue.maintenance.expired_keys import IdempotencyExpiry
@@ -83,9 +82,8 @@ class Leader:
         try:
             while True:
                 await self.run_once()
-                if not ticking:  # after the first round: they start knowing if it leads
-                    ticking.append(asyncio.create_task(self._tick_schedules(), name="schedules"))
-                    ticking.append(asyncio.create_task(self._wake_sleepers(), name="sleepers"))
+                if not ticking:  # after the first round: it starts knowing if it leads
+                    ticking.append(asyncio.create_task(self._tick(), name="leader-due"))
                 again_in = self.compaction.again_in if self.is_leader else None
                 await asyncio.sleep(min(self._interval, again_in or self._interval))
         finally:
@@ -120,27 +118,29 @@ class Leader:
             log_failure(log, exc, "maintenance failed", "maintenance skipped")
         self.signals.ran.fire(self.is_leader)
 
-    async def _tick_schedules(self) -> None:
-        """The schedules' own loop: ticks are due to the second, where the rest of
-        maintenance runs every interval."""
-        while self.schedules is not None:
-            try:
-                wait = await self.schedules.tick(leading=self.is_leader)
-            except Exception as exc:
-                log_failure(log, exc, "enqueueing schedules' ticks failed", "ticks delayed")
-                wait = runner.POLL_SECONDS
-            await asyncio.sleep(wait)
-
-    async def _wake_sleepers(self) -> None:
-        """The durable sleeps' own loop: a job wakes within a second of its time, where
-        the rest of maintenance runs every interval."""
+    async def _tick(self) -> None:
+        """What is due to the second, on a loop of its own where the rest of maintenance
+        runs every interval: the schedules' ticks and the ends of durable sleeps. While
+        neither is due, that is one indexed probe a second (leader_due.sql), and the
+        loop sleeps until the earlier of the two, or a second."""
         while True:
+            wait = runner.POLL_SECONDS
             if self.is_leader:
                 try:
-                    await self.sleepers.run_once()
+                    schedule_in, wake_in = await self._store.leader_due()
+                    if wake_in is not None and wake_in <= 0:
+                        await self.sleepers.run_once()
+                        wake_in = None  # the next probe finds the next one
+                    if self.schedules is not None:
+                        wait = await self.schedules.tick(leading=True, next_in=schedule_in)
+                    if wake_in is not None:
+                        wait = min(wait, wake_in)
                 except Exception as exc:
-                    log_failure(log, exc, "waking waiting jobs failed", "waiting jobs wake later")
-            await asyncio.sleep(sleepers.EVERY_SECONDS)
+                    log_failure(
+                        log, exc, "enqueueing schedules' ticks or waking waiting jobs failed",
+                        "ticks and wake-ups delayed",
+                    )  # fmt: skip
+            await asyncio.sleep(max(0.0, wait))
 
     async def resign(self) -> None:
         """Hand the lead over at once on a clean stop, instead of after it expires."""

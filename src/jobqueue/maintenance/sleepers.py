@@ -2,9 +2,10 @@
 has come: pending again, and their queues' workers told by NOTIFY, so that a job
 resumes within a second of its time.
 
-The leader runs it every EVERY_SECONDS on a loop of its own, as it runs the schedules'
-ticks, apart from its other maintenance (every JOBQUEUE_RESCUE_INTERVAL). A round when
-no job is due is one probe of the waiting jobs' partial index (migration 0034).
+The leader runs it when its per-second probe (leader_due.sql, which it makes for the
+schedules' ticks too) finds a waiting job due, on the loop that ticks the schedules,
+apart from its other maintenance (every JOBQUEUE_RESCUE_INTERVAL): a job asleep costs
+no statement until its time, and wakes within a second of it.
 """
 
 from __future__ import annotations
@@ -12,9 +13,6 @@ from __future__ import annotations
 from jobqueue.db.store import Store
 from jobqueue.maintenance.batches import in_batches
 
-# Default 1 s: a sleep ends at most this late (plus the claim). Shorter costs a probe
-# more per second on the leader.
-EVERY_SECONDS = 1.0
 BATCH = 1000
 # A backlog (no leader for a while) is woken over a few rounds, not in one go.
 MAX_BATCHES = 20

@@ -53,15 +53,16 @@ class ScheduleRunner:
         self._code = code
         self.synced = False  # the code's schedules written since this process took the lead
 
-    async def tick(self, *, leading: bool) -> float:
+    async def tick(self, *, leading: bool, next_in: float | None) -> float:
         """A round, if this process leads and a tick is due; how long to sleep before
-        the next. While none is due, that is one indexed query (schedules_next_in.sql),
+        the next. ``next_in``: seconds until the earliest tick, as the leader's probe
+        found it (leader_due.sql); while none is due, that probe is all a second costs,
         not a round's transaction as well."""
         if not leading:
             return POLL_SECONDS
         if not self.synced:
             await self.sync()
-        next_in = await self._store.schedules_next_in()
+            next_in = await self._store.schedules_next_in()  # the code's, just written
         if next_in is not None and next_in <= 0:
             await self.run_once()
             next_in = await self._store.schedules_next_in()
