@@ -118,11 +118,19 @@ async def test_a_step_name_used_twice_in_one_run_fails_the_attempt(
         await ctx.step("send", lambda: 1)
         await ctx.step("send", lambda: 2)
 
+    @jq.task("sleepy_name", max_attempts=1)
+    async def sleepy_name(payload: dict[str, Any], ctx: JobContext) -> None:
+        await ctx.step("sleep-1", lambda: 1)  # the name of the run's first sleep
+
     job = await jq.enqueue("twice")
+    taken = await jq.enqueue("sleepy_name")
     await start_worker()
     done = await jq.wait(job.id, timeout=15)
     assert done.status == JobStatus.FAILED
     assert "step 'send' ran already in this run" in str(done.last_error)
+    refused = await jq.wait(taken.id, timeout=15)
+    assert refused.status == JobStatus.FAILED
+    assert "step names starting 'sleep-' are the sleeps' own" in str(refused.last_error)
 
 
 async def test_iterate_resumes_after_the_last_position_it_saved(

@@ -135,6 +135,7 @@ class DurableRun:
         self, name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         """``ctx.step`` of an async handler."""
+        _check_name(name)
         found = await self.recall(name)
         if found is not _NOT_RECORDED:
             return found
@@ -148,6 +149,7 @@ class DurableRun:
     ) -> Any:
         """``ctx.step`` of a sync handler, from its thread: the function runs there, the
         queries on the worker's loop."""
+        _check_name(name)
         found = self.blocking(self.recall(name))
         if found is not _NOT_RECORDED:
             return found
@@ -163,7 +165,7 @@ class DurableRun:
         if when.tzinfo is None:
             raise ValueError("sleep_until takes an aware datetime")
         self._sleeps += 1
-        name = f"sleep-{self._sleeps}"
+        name = f"{SLEEP}{self._sleeps}"
         found = await self.recall(name)
         if found is _NOT_RECORDED:
             found = await self.record(name, when.astimezone(UTC).isoformat())
@@ -173,6 +175,15 @@ class DurableRun:
 
     def blocking(self, coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+
+# The names of a run's sleeps ("sleep-1", "sleep-2"...), which a step may not take.
+SLEEP = "sleep-"
+
+
+def _check_name(name: str) -> None:
+    if isinstance(name, str) and name.startswith(SLEEP):
+        raise ValueError(f"step names starting {SLEEP!r} are the sleeps' own; got {name!r}")
 
 
 async def _awaited(value: Awaitable[T]) -> T:
