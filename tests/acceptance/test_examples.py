@@ -104,7 +104,9 @@ def test_fastapi_order_and_its_receipt_job_commit_together_and_the_worker_sends_
     )
     worker = spawn(["worker", "--app", "examples.fastapi_app.tasks:jq"], example_env, cwd=ROOT)
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
-        wait_until(lambda: "Application startup complete" in api.output, api)
+        # Uvicorn says its application started before it binds the port; it says
+        # "running on" once it listens.
+        wait_until(lambda: "Uvicorn running on" in api.output, api)
         order = {"email": "a@example.com", "sku": "book", "quantity": 2}
         placed = client.post("/orders", json=order)
         assert placed.status_code == 201, placed.text
