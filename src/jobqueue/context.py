@@ -89,7 +89,6 @@ class JobContext:
     _durable: Durable | None = field(default=None, repr=False, compare=False)
     _job: ClaimedJob | None = field(default=None, repr=False, compare=False)
     _run: DurableRun | None = field(default=None, repr=False, compare=False)
-    _checkpoint: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def meta(self) -> Mapping[str, Any]:
@@ -169,9 +168,7 @@ class JobContext:
         on. The time is set by the run that first reached this sleep, so a replay does
         not sleep again (docs/durable.md#durable-sleep). Sleeps are named by their order
         in the run: the handler reaches them in the same order on every run."""
-        if not seconds >= 0:
-            raise ValueError(f"seconds must be 0 or more, got {seconds}")
-        await self.sleep_until(datetime.now(UTC) + timedelta(seconds=seconds))
+        await self.sleep_until(_after(seconds))
 
     async def sleep_until(self, when: datetime) -> None:
         """As ``sleep``, until ``when`` (an aware datetime)."""
@@ -187,7 +184,10 @@ class JobContext:
     def last_checkpoint(self) -> Any:
         """The cursor last saved with ``checkpoint``, by this attempt or an earlier one
         (the claim hands it over with the job); None if none was saved."""
-        text = self._checkpoint if self._run is not None else self._saved_checkpoint()
+        if self._run is not None:
+            text = self._run.checkpoint_text
+        else:
+            text = None if self._job is None else self._job.checkpoint_json
         return None if text is None else json.loads(text)
 
     async def checkpoint(self, value: Any) -> None:
@@ -196,8 +196,7 @@ class JobContext:
         it. One write of the job's row per call: checkpoint every few hundred items or
         seconds, not every item (``iterate`` does). Raises AttemptLost when this attempt
         no longer holds its job (nothing was saved)."""
-        run = self._durable_run()
-        object.__setattr__(self, "_checkpoint", await run.checkpoint(value))
+        await self._durable_run().checkpoint(value)
 
     async def iterate(
         self,
@@ -253,9 +252,6 @@ class JobContext:
 
         return start, due
 
-    def _saved_checkpoint(self) -> str | None:
-        return None if self._job is None else self._job.checkpoint_json
-
     def _durable_run(self) -> DurableRun:
         run = self._run
         if run is None:
@@ -266,7 +262,6 @@ class JobContext:
                 )
             run = self._durable.run(self._job)
             object.__setattr__(self, "_run", run)
-            object.__setattr__(self, "_checkpoint", self._job.checkpoint_json)
         return run
 
 
@@ -281,9 +276,7 @@ class SyncJobContext(JobContext):
 
     def sleep(self, seconds: float) -> None:  # type: ignore[override]
         """As JobContext.sleep."""
-        if not seconds >= 0:
-            raise ValueError(f"seconds must be 0 or more, got {seconds}")
-        self.sleep_until(datetime.now(UTC) + timedelta(seconds=seconds))
+        self.sleep_until(_after(seconds))
 
     def sleep_until(self, when: datetime) -> None:  # type: ignore[override]
         """As JobContext.sleep_until."""
@@ -293,7 +286,7 @@ class SyncJobContext(JobContext):
     def checkpoint(self, value: Any) -> None:  # type: ignore[override]
         """As JobContext.checkpoint."""
         run = self._durable_run()
-        object.__setattr__(self, "_checkpoint", run.blocking(run.checkpoint(value)))
+        run.blocking(run.checkpoint(value))
 
     def iterate(  # type: ignore[override]
         self, items: Iterable[T], *, every: int | None = 100, seconds: float | None = None
@@ -309,6 +302,13 @@ class SyncJobContext(JobContext):
             index += 1
         if index > start:
             self.checkpoint(index)
+
+
+def _after(seconds: float) -> datetime:
+    """When a sleep of ``seconds`` from now ends."""
+    if not seconds >= 0:
+        raise ValueError(f"seconds must be 0 or more, got {seconds}")
+    return datetime.now(UTC) + timedelta(seconds=seconds)
 
 
 async def _aiter(items: Iterable[T] | AsyncIterable[T]) -> AsyncIterator[T]:

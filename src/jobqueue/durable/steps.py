@@ -70,7 +70,7 @@ class DurableRun:
     """One run's view of its job's steps: those recorded before it (read at its first
     step) and the names it has used, each of which may appear once per run."""
 
-    __slots__ = ("_durable", "_job", "_recorded", "_sleeps", "_used", "loop")
+    __slots__ = ("_durable", "_job", "_recorded", "_sleeps", "_used", "checkpoint_text", "loop")
 
     def __init__(self, durable: Durable, job: ClaimedJob) -> None:
         self._durable = durable
@@ -78,6 +78,8 @@ class DurableRun:
         self._recorded: dict[str, Any] | None = None
         self._used: set[str] = set()
         self._sleeps = 0  # this run's sleeps so far: the next one's name
+        # The job's cursor as JSON text: as claimed, then as this run last saved it.
+        self.checkpoint_text = job.checkpoint_json
         # The worker's loop, where the queries run; a sync handler's thread sends them there.
         self.loop = asyncio.get_running_loop()
 
@@ -116,9 +118,9 @@ class DurableRun:
             )
         return None if text is None else json.loads(text)
 
-    async def checkpoint(self, value: Any) -> str | None:
-        """Save ``value`` as the job's cursor (None forgets it); return its JSON text.
-        Raises AttemptLost, or ResultError for a value that is not JSON or too large."""
+    async def checkpoint(self, value: Any) -> None:
+        """Save ``value`` as the job's cursor (None forgets it). Raises AttemptLost, or
+        ResultError for a value that is not JSON or too large."""
         text = results.encode(value, self._durable.max_result_bytes)
         saved = await self._durable.store.checkpoint_save(
             job_id=self._job.id, value=text, worker_id=self._durable.worker_id,
@@ -129,7 +131,7 @@ class DurableRun:
                 f"job {self._job.id}'s attempt {self._job.attempt} is no longer this "
                 "worker's: its checkpoint was not saved"
             )
-        return text
+        self.checkpoint_text = text
 
     async def step(
         self, name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -188,8 +190,3 @@ def _check_name(name: str) -> None:
 
 async def _awaited(value: Awaitable[T]) -> T:
     return await value
-
-
-def step_key(job_id: int, name: str) -> str:
-    """A key for the step's own side effect, the same on every attempt of the job."""
-    return f"jobqueue-job-{job_id}-step-{name}"

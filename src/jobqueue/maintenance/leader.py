@@ -3,9 +3,10 @@
 Every worker process runs a Leader, which competes for the lead. Each interval it
 claims or renews the leader row for three intervals; the process that holds it runs
 the rescuer, the schedules and the waking of durable sleeps (on a loop of their own,
-to the second), priority aging, retention, the folding of the queue counters' changes, the
-expiry of idempotency keys and the dashboard's per-minute series. A leader that dies
-or freezes stops renewing, and another process takes over within three intervals.
+to the second), priority aging, retention, the folding of the queue counters'
+changes, the expiry of idempotency keys and the dashboard's per-minute series. A
+leader that dies or freezes stops renewing, and another process takes over within
+three intervals.
 Two processes that both believe they lead for a moment do no harm: rescuing,
 retention, folding and waking are idempotent (they touch only expired leases, old
 finished jobs, counter changes and due waiting jobs, under SKIP LOCKED).
@@ -78,17 +79,17 @@ class Leader:
         self.signals = LeaderSignals()
 
     async def run(self) -> None:
-        ticking: list[asyncio.Task[None]] = []
+        ticking: asyncio.Task[None] | None = None
         try:
             while True:
                 await self.run_once()
-                if not ticking:  # after the first round: it starts knowing if it leads
-                    ticking.append(asyncio.create_task(self._tick(), name="leader-due"))
+                if ticking is None:  # after the first round: it starts knowing if it leads
+                    ticking = asyncio.create_task(self._tick(), name="leader-due")
                 again_in = self.compaction.again_in if self.is_leader else None
                 await asyncio.sleep(min(self._interval, again_in or self._interval))
         finally:
-            for task in ticking:
-                task.cancel()
+            if ticking is not None:
+                ticking.cancel()
             if self.is_leader:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(self.resign())

@@ -101,9 +101,7 @@ def went_wrong(
     """An attempt that began at ``started`` (``time.monotonic()``) ended retried, failed,
     discarded (``error``: why, as stored; ``exc``: the exception whose traceback to
     log, if any) or released by shutdown."""
-    seconds = time.monotonic() - started
-    fields = attempt_fields(job, worker_id, datetime.now(UTC) - timedelta(seconds=seconds))
-    fields["duration_ms"] = round(seconds * 1000, 3)
+    fields = ended_fields(job, worker_id, started)
     if error is not None:
         fields["error"] = error
     if retry_in is not None:
@@ -115,19 +113,23 @@ def snoozed(job: ClaimedJob, worker_id: str | None, started: float, delay: float
     """An attempt snoozed: the job runs again after ``delay`` seconds, uncounted. Not a
     warning: a handler snoozes when it means to."""
     if logs.enabled("info"):
-        seconds = time.monotonic() - started
-        fields = attempt_fields(job, worker_id, datetime.now(UTC) - timedelta(seconds=seconds))
-        fields["duration_ms"] = round(seconds * 1000, 3)
+        fields = ended_fields(job, worker_id, started)
         log.info("job.snoozed", **fields, retry_in_ms=round(delay * 1000, 3))
 
 
 def waiting(job: ClaimedJob, worker_id: str | None, started: float, until: datetime) -> None:
     """A run slept (ctx.sleep): the job waits until ``until``, holding no slot."""
     if logs.enabled("info"):
-        seconds = time.monotonic() - started
-        fields = attempt_fields(job, worker_id, datetime.now(UTC) - timedelta(seconds=seconds))
-        fields["duration_ms"] = round(seconds * 1000, 3)
-        log.info("job.waiting", **fields, until=until.isoformat())
+        log.info("job.waiting", **ended_fields(job, worker_id, started), until=until.isoformat())
+
+
+def ended_fields(job: ClaimedJob, worker_id: str | None, started: float) -> dict[str, Any]:
+    """The fields of an attempt that began at ``started`` (``time.monotonic()``) and ends
+    now: attempt_fields as of its start, and its duration."""
+    seconds = time.monotonic() - started
+    fields = attempt_fields(job, worker_id, datetime.now(UTC) - timedelta(seconds=seconds))
+    fields["duration_ms"] = round(seconds * 1000, 3)
+    return fields
 
 
 def cancelled_pending(job_id: int, *, type: str | None = None, queue: str | None = None) -> None:

@@ -447,5 +447,5 @@ def sync_context_of(
         job_log, job.workflow_id, {} if not parents else {p.ref: p.result for p in parents},
         () if not parents else tuple(p.ref for p in parents if p.status != "completed"),
         () if job.tags is None else tuple(job.tags), job.meta_json, durable, job,
-        None if durable is None else durable.run(job), job.checkpoint_json,
+        None if durable is None else durable.run(job),
     )  # fmt: skip

@@ -3,8 +3,8 @@
 -- A pending (or blocked: a workflow's; or waiting: asleep) job is cancelled at once. A
 -- running job is asked to stop: its worker learns of it by NOTIFY on the cancel channel
 -- (payload: the job id), or at its next heartbeat if it missed that, and ends the job
--- cancelled. A running job already
--- asked is not picked again, so that the caller's loop ends.
+-- cancelled. A running job already asked is not picked again, so that the caller's
+-- loop ends.
 -- $5 is "now": NULL for the database's clock, a time for a test's (db/store.py).
 WITH picked AS (
     SELECT id

@@ -5,8 +5,8 @@
 -- FOR SHARE makes the fence hold to the commit: a rescue or a claim that changes the
 -- job meanwhile waits for it, or this statement waits for them and reads the job again
 -- (a plain INSERT ... SELECT would read the job as it was when the statement began).
--- Returns held (the attempt is still this worker's) and recorded (false: the step has a
--- row already, from an attempt that recorded it after this one read its steps).
+-- Returns held: whether the attempt is still this worker's. A step that has a row
+-- already (from an attempt that recorded it after this one read its steps) keeps it.
 WITH held AS (
     SELECT j.id, j.attempts
     FROM {schema}.jobs AS j
@@ -19,6 +19,5 @@ WITH held AS (
     INSERT INTO {schema}.job_steps (job_id, name, attempt, result, worker_id)
     SELECT id, $2, attempts, $3::jsonb, $4 FROM held
     ON CONFLICT (job_id, name) DO NOTHING
-    RETURNING job_id
 )
-SELECT EXISTS (SELECT 1 FROM held) AS held, EXISTS (SELECT 1 FROM recorded) AS recorded
+SELECT EXISTS (SELECT 1 FROM held) AS held

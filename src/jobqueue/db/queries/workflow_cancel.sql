@@ -1,6 +1,6 @@
 -- Cancels every job of workflow $1 not ended yet, as cancel_jobs.sql does one job: a
--- blocked, pending or waiting job at once, a running one asked to stop (its worker ends it
--- cancelled). Rows are locked in id order, as every multi-row write of the jobs does.
+-- blocked, pending or waiting job at once, a running one asked to stop (its worker
+-- ends it cancelled). Rows are locked in id order, as every multi-row write of the jobs does.
 -- $2 is "now": NULL for the database's clock, a time for a test's (db/store.py).
 WITH picked AS (
     SELECT id
