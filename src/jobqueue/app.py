@@ -40,6 +40,8 @@ from jobqueue.db.connections import (
 from jobqueue.db.pool import raises_unavailable, unavailable_raised
 from jobqueue.db.records import JobRow, UniqueKey
 from jobqueue.db.store import Store
+from jobqueue.durable import signals
+from jobqueue.durable.detail import detail as durable_detail
 from jobqueue.enqueue.enqueuer import insert, insert_batch, insert_many, opened
 from jobqueue.enqueue.rows import Rows
 from jobqueue.http_workers.service import HttpWorkers
@@ -49,7 +51,7 @@ from jobqueue.model import fields
 from jobqueue.model.job import RETRYABLE_STATES, Attempt, Job, JobStatus, QueueInfo, WorkerInfo
 from jobqueue.model.options import EnqueueOptions, ManyOptions
 from jobqueue.model.search import JobFilter
-from jobqueue.model.steps import Step
+from jobqueue.model.steps import JobDetail
 from jobqueue.observability import trace_context
 from jobqueue.retry import RetryPolicy
 from jobqueue.schedules.control import Schedules
@@ -343,9 +345,9 @@ class JobQueue(Connected):
         return await (await self.store()).get_job(job_id=job_id)
 
     @raises_unavailable
-    async def steps(self, job_id: int) -> builtins.list[Step]:
-        """The steps the job's handler recorded with ``ctx.step``, in order (docs/durable.md)."""
-        return await (await self.store()).job_steps(job_id=job_id)
+    async def detail(self, job: Job) -> JobDetail:
+        """``job`` with its steps, what it waits for, its parent, children (docs/durable.md)."""
+        return await durable_detail(await self.store(), job)
 
     async def wait(self, job_id: int, timeout: float | None = None) -> Job:
         """The job once it is completed, failed or cancelled (at once if it already is).
@@ -457,6 +459,15 @@ class JobQueue(Connected):
     async def delete_job(self, job_id: int, *, by: Actor | None = None) -> None:
         """Delete a job that is not running, nor of a workflow, with its history."""
         await job_edits.delete(await self.store(), job_id, by=by)
+
+    @raises_unavailable
+    async def signal(
+        self, job_id: int, name: str, payload: Any = None, *, by: Actor | None = None
+    ) -> int:
+        """Send the job a signal for its ``ctx.wait_for_signal(name)``, kept if it does not
+        wait yet (docs/durable.md#signals); its id. SignalRefused: no job, or ended."""
+        store, limit = await self.store(), self.settings.max_result_bytes
+        return await signals.send(store, job_id, name, payload, limit, by)
 
     @raises_unavailable
     async def cancel_many(
@@ -575,8 +586,7 @@ class JobQueue(Connected):
             return self._sync.run(self.enqueue(type, payload, **options))
         row = self._rows.row(type, payload, options, trace_context.recorded())
         store = Store(sync_executor_for(conn), self.settings.schema, self.clock)
-        job, _ = run_blocking(insert(store, row, UniqueKey.of_options(options)))
-        return job
+        return run_blocking(insert(store, row, UniqueKey.of_options(options)))[0]
 
     def get_sync(self, job_id: int) -> Job | None:
         return self._sync.run(self.get(job_id))

@@ -174,6 +174,40 @@ class JobContext:
         """As ``sleep``, until ``when`` (an aware datetime)."""
         await self._durable_run().sleep_until(when)
 
+    async def spawn(
+        self, jobs: Iterable[tuple[Any, ...]], *, on_failure: str = "cancel"
+    ) -> list[int]:
+        """Enqueue child jobs of this one, each ``(type, payload)`` or ``(type, payload,
+        options)`` (enqueue's options but unique keys), in one transaction with the step
+        that records their ids: a later run of this job gets the same ids back and
+        enqueues nothing (docs/durable.md#children). Spawns are named by their order in
+        the run ("spawn-1"...), as sleeps are.
+
+        ``on_failure``: "cancel" (a child that fails or is cancelled cancels this job and
+        its other children) or "continue" (``wait_for`` returns a ChildFailed for it)."""
+        from jobqueue.durable.children import spawn
+
+        return await spawn(self._durable_run(), jobs, on_failure)
+
+    async def wait_for(self, children: Iterable[int]) -> list[Any]:
+        """The results of ``children`` (ids ``spawn`` returned), in their order, once
+        every child this job has spawned has ended. Until then this run ends, the job
+        ``waiting`` without holding a worker's slot; the last child to end makes it
+        pending again, and its next run replays to here and returns the results."""
+        from jobqueue.durable.children import wait_for
+
+        return await wait_for(self._durable_run(), list(children))
+
+    async def wait_for_signal(self, name: str, *, timeout: float | None = None) -> Any:
+        """The payload of a signal ``name`` sent to this job (``POST /signals``,
+        ``jq.signal``), whether it came before this call or after. Until it comes this
+        run ends, the job ``waiting`` without holding a worker's slot. With ``timeout``
+        (seconds, set by the run that first got here) raises SignalTimeout once it has
+        passed with no such signal (docs/durable.md#signals)."""
+        from jobqueue.durable.signals import wait_for_signal
+
+        return await wait_for_signal(self._durable_run(), name, timeout)
+
     def step_key(self, name: str) -> str:
         """A key for step ``name``'s own side effect, the same on every attempt of the
         job: give it to the API the step calls (an idempotency key) to close the window
@@ -282,6 +316,29 @@ class SyncJobContext(JobContext):
         """As JobContext.sleep_until."""
         run = self._durable_run()
         run.blocking(run.sleep_until(when))
+
+    def spawn(  # type: ignore[override]
+        self, jobs: Iterable[tuple[Any, ...]], *, on_failure: str = "cancel"
+    ) -> list[int]:
+        """As JobContext.spawn."""
+        from jobqueue.durable.children import spawn
+
+        run = self._durable_run()
+        return run.blocking(spawn(run, list(jobs), on_failure))
+
+    def wait_for(self, children: Iterable[int]) -> list[Any]:  # type: ignore[override]
+        """As JobContext.wait_for."""
+        from jobqueue.durable.children import wait_for
+
+        run = self._durable_run()
+        return run.blocking(wait_for(run, list(children)))
+
+    def wait_for_signal(self, name: str, *, timeout: float | None = None) -> Any:
+        """As JobContext.wait_for_signal."""
+        from jobqueue.durable.signals import wait_for_signal
+
+        run = self._durable_run()
+        return run.blocking(wait_for_signal(run, name, timeout))
 
     def checkpoint(self, value: Any) -> None:  # type: ignore[override]
         """As JobContext.checkpoint."""

@@ -57,7 +57,7 @@ class Tokens:
 async def tokens(db: asyncpg.Connection, schema: str) -> Tokens:
     everything = [
         "jobs:enqueue", "jobs:read", "payloads:read", "jobs:control", "queues:control",
-        "metrics:read", "jobs:work", "schedules:control",
+        "metrics:read", "jobs:work", "schedules:control", "jobs:signal",
     ]  # fmt: skip
     made = Tokens(
         admin=await make_token(db, schema, "admin", ["admin"]),
@@ -106,6 +106,7 @@ BODIES: dict[tuple[str, str], Any] = {
     # A schedule of queue "default" (the type's, with no task for it here).
     ("post", "/schedules"): {"name": "nightly", "type": "noop", "every": "1h"},
     ("patch", "/schedules/{name}"): {"every": "2h"},
+    ("post", "/signals"): {"name": "approved", "job_id": "{id}"},
 }
 
 # What the token restricted to queue "other" gets on a job or queue of "default":
@@ -135,6 +136,7 @@ OTHER_QUEUE = {
     ("patch", "/jobs/{id}"): 404,
     ("post", "/jobs/{id}/run-now"): 404,
     ("delete", "/jobs/{id}"): 404,
+    ("post", "/signals"): 404,  # the job, by id
     # Schedules: none exists by the name used, and making one of queue "default" is
     # out of its reach.
     ("post", "/schedules"): 403,

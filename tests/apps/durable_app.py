@@ -62,3 +62,22 @@ async def thousand_items(payload: dict[str, Any], ctx: JobContext) -> int:
             await asyncio.sleep(600)
         done += 1
     return done
+
+
+@jq.task("pack")
+async def pack(payload: dict[str, Any]) -> str:
+    return f"box-{payload['item']}"
+
+
+@jq.task("order_flow")
+async def order_flow(payload: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
+    """docs/durable.md's worked example: a payment step, a wait for a person's approval
+    (a signal), then one child job per item, waited for."""
+
+    async def charge() -> str:
+        return f"ch-{payload['order']}"
+
+    charged = await ctx.step("charge", charge)
+    approval = await ctx.wait_for_signal("approved", timeout=3600)
+    boxes = await ctx.wait_for(await ctx.spawn([("pack", {"item": i}) for i in payload["items"]]))
+    return {"charge": charged, "approved_by": approval["by"], "boxes": boxes}

@@ -53,7 +53,7 @@ async def test_a_step_runs_once_per_job_across_its_attempts(
     # The value after a step is the recorded JSON on every attempt, the first too.
     charged = {"charge": "ch-o-7", "at": "2026-12-06T10:00:00"}
     assert seen == [(n, charged, "sent to a@example.com") for n in (1, 2, 3)]
-    steps = await jq.steps(job.id)
+    steps = (await jq.detail(job)).steps
     assert [(s.name, s.attempt, s.result) for s in steps] == [
         ("charge", 1, charged),
         ("email", 1, "sent to a@example.com"),
@@ -80,7 +80,7 @@ async def test_a_step_that_raises_is_not_recorded_and_runs_again(
     await start_worker(retry_delay=0)
     done = await jq.wait(job.id, timeout=15)
     assert (done.status, done.result, tries) == (JobStatus.COMPLETED, 42, [1, 2])
-    assert [(s.name, s.attempt) for s in await jq.steps(job.id)] == [("partner", 2)]
+    assert [(s.name, s.attempt) for s in (await jq.detail(job)).steps] == [("partner", 2)]
 
 
 async def test_a_sync_handler_steps_through_its_sync_context(
@@ -130,7 +130,9 @@ async def test_a_step_name_used_twice_in_one_run_fails_the_attempt(
     assert "step 'send' ran already in this run" in str(done.last_error)
     refused = await jq.wait(taken.id, timeout=15)
     assert refused.status == JobStatus.FAILED
-    assert "step names starting 'sleep-' are the sleeps' own" in str(refused.last_error)
+    assert "step names starting 'sleep-', 'signal-', 'spawn-' are the run's own" in str(
+        refused.last_error
+    )
 
 
 async def test_iterate_resumes_after_the_last_position_it_saved(
@@ -176,7 +178,7 @@ async def test_a_stale_attempt_cannot_record_a_step_or_a_checkpoint(jq: JobQueue
     stale = Durable(store, "b", 65536).run(dataclasses.replace(second, claim=first.claim))
     with pytest.raises(AttemptLost):
         await stale.record("two", 2)
-    assert [s.name for s in await jq.steps(job.id)] == ["one"]
+    assert [s.name for s in (await jq.detail(job)).steps] == ["one"]
     shown = await jq.get(job.id)
     assert shown is not None
     assert shown.checkpoint is None
@@ -203,7 +205,7 @@ async def test_steps_show_in_get_job_and_go_with_their_job(
     # Retention deletes the job, and its steps with it.
     store = await jq.store()
     assert await store.retention_delete(statuses=["completed"], older_than_seconds=0, limit=9) == 1
-    assert await jq.steps(job.id) == []
+    assert (await jq.detail(job)).steps == []
 
 
 async def test_a_manual_retry_keeps_the_steps_and_the_checkpoint(
@@ -274,7 +276,7 @@ async def test_a_durable_sleep_frees_the_slot_and_resumes_after_its_time(
     assert done.started_at is not None
     assert done.started_at >= asleep.run_at  # the replay began once its time had come
     assert before == [1]  # the step before the sleep ran once, in two runs
-    assert [s.name for s in await jq.steps(job.id)] == ["before", "sleep-1"]
+    assert [s.name for s in (await jq.detail(job)).steps] == ["before", "sleep-1"]
     [queue] = await jq.queues()
     assert queue.waiting == 0
 

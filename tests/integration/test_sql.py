@@ -299,5 +299,5 @@ async def test_the_leaders_look_at_the_schedules_reads_only_enabled_ones_by_inde
     await db.execute(f'ANALYZE "{schema}".jobs')
     plan = "\n".join(r[0] for r in await db.fetch("EXPLAIN " + queries(schema).leader_due, None))
     assert "schedules_due_idx" in plan, plan
-    assert "jobs_waiting_idx" in plan, plan
+    assert "jobs_wake_idx" in plan, plan
     assert "Seq Scan" not in plan, plan

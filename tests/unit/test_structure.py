@@ -40,6 +40,7 @@ STORE_PARTS = {
     "db/schedule_queries.py": "ScheduleQueries",
     "db/search_queries.py": "SearchQueries",
     "db/step_queries.py": "StepQueries",
+    "db/wait_queries.py": "WaitQueries",
 }
 # The store itself, and the adapters that make an application's connection one it
 # can run on.

@@ -24,6 +24,7 @@ from jobqueue.api import (
     refusals,
     schedule_routes,
     search_routes,
+    signal_routes,
     token_routes,
     work_routes,
     workflow_routes,
@@ -76,7 +77,7 @@ def create_app(
     routers = [job_routes.router, job_edit_routes.router, queue_routes.router,
                operation_routes.router, token_routes.router, audit_routes.router,
                limit_routes.router, workflow_routes.router, schedule_routes.router,
-               work_routes.router, search_routes.router]  # fmt: skip
+               work_routes.router, search_routes.router, signal_routes.router]  # fmt: skip
     for each in routers:
         app.include_router(each)
     authenticator.install(app, routers)

@@ -191,7 +191,7 @@ async def get_job(
     job = access.visible(await jq.get(id), who, id)
     if wait is not None and job.status not in FINAL_STATES:
         job = await long_poll(jq, id, wait, request.app.state.stopping)
-    return job_response(access.shown(JobDetail.of(job, await jq.steps(id)), who))
+    return job_response(access.shown(await jq.detail(job), who))
 
 
 async def long_poll(jq: JobQueue, id: int, seconds: float, stopping: asyncio.Event) -> Job:

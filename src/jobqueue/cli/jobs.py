@@ -34,7 +34,7 @@ from jobqueue.cli.output import (
 from jobqueue.job_types import Checker
 from jobqueue.model import fields, search
 from jobqueue.model.job import FINAL_STATES, Attempt, Job, JobNotFound, JobStatus
-from jobqueue.model.steps import JobDetail, Step
+from jobqueue.model.steps import JobDetail
 from jobqueue.task import job_options
 
 # How often ``jobs logs --follow`` looks for new lines (a worker writes them at most
@@ -221,7 +221,7 @@ def run_jobs_get(args: argparse.Namespace) -> int:
         raise UsageError(f"--wait must be a positive number of seconds, got {args.wait}")
     jq = client(args)
 
-    async def read() -> tuple[Job | None, list[Step]]:
+    async def read() -> JobDetail | None:
         if args.wait is None:
             job = await jq.get(args.id)
         else:
@@ -229,14 +229,15 @@ def run_jobs_get(args: argparse.Namespace) -> int:
                 job = await jq.wait(args.id, timeout=args.wait)
             except TimeoutError:  # not final yet: the job as it is, as GET ?wait= answers
                 job = await jq.get(args.id)
-        return job, [] if job is None else await jq.steps(args.id)
+        return None if job is None else await jq.detail(job)
 
-    job, steps = with_jobqueue(jq, read)
+    job = with_jobqueue(jq, read)
     if job is None:
         raise JobNotFound(args.id)
     if args.json:
-        print_record(JobDetail.of(job, steps))
+        print_record(job)
         return 0
+    steps = job.steps
     print_fields(job)
     if steps:  # what a durable handler recorded (docs/durable.md)
         print()

@@ -68,6 +68,8 @@ class Queries:
     audit_list: str
     cancel_jobs: str
     checkpoint_save: str
+    children_results: str
+    children_wait: str
     claim: str
     claim_limited: str
     clock: str
@@ -87,12 +89,14 @@ class Queries:
     idempotency_lookup: str
     idempotency_take: str
     job_attempts: str
+    job_children: str
     job_delete: str
-    job_log_append: str
-    job_steps: str
     job_labels_count: str
+    job_log_append: str
     job_log_size: str
     job_run_now: str
+    job_steps: str
+    job_waits: str
     job_type_put: str
     job_type_remove: str
     job_types_list: str
@@ -101,8 +105,8 @@ class Queries:
     jobs_count_bounded: str
     jobs_due_or_running: str
     jobs_search: str
-    leader_elect: str
     leader_due: str
+    leader_elect: str
     leader_holder: str
     leader_resign: str
     limit_due: str
@@ -157,8 +161,12 @@ class Queries:
     schedules_sync_code: str
     schema_create: str
     schema_tables: str
+    signal_hold: str
+    signal_send: str
+    signal_wait: str
     sleep: str
     snooze: str
+    spawn_adopt: str
     step_record: str
     token_create: str
     token_revoke: str

@@ -61,6 +61,7 @@ from jobqueue.db.schedule_queries import ScheduleQueries
 from jobqueue.db.search_queries import SearchQueries
 from jobqueue.db.sql import Queries, queries
 from jobqueue.db.step_queries import StepQueries
+from jobqueue.db.wait_queries import WaitQueries
 from jobqueue.db.workflow_queries import WorkflowQueries
 from jobqueue.model.job import Attempt, Job, JobStatus
 
@@ -72,6 +73,7 @@ class Store(
     ScheduleQueries,
     SearchQueries,
     StepQueries,
+    WaitQueries,
     AdminQueries,
     QueryBase,
 ):

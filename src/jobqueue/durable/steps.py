@@ -20,20 +20,23 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jobqueue import results
+from jobqueue.model.steps import RESERVED, SLEEP
 from jobqueue.retry import Discard
 
 if TYPE_CHECKING:
     from jobqueue.db.records import ClaimedJob
     from jobqueue.db.store import Store
+    from jobqueue.enqueue.rows import Rows
 
 T = TypeVar("T")
 
-_NOT_RECORDED = object()
+NOT_RECORDED = object()
 
 
 class Waiting(BaseException):  # not an error: the run ends here, on purpose
@@ -44,6 +47,18 @@ class Waiting(BaseException):  # not an error: the run ends here, on purpose
     def __init__(self, until: datetime) -> None:
         super().__init__(f"waiting until {until.isoformat()}")
         self.until = until
+
+
+class Suspended(BaseException):  # not an error either
+    """Raised by ``ctx.wait_for`` and ``ctx.wait_for_signal`` once the job's row says it
+    waits (``status`` 'waiting'; or 'cancelled', asked to stop or cancelled by a failed
+    child): the run ends here and writes nothing more. ``waits_for``: 'children' or
+    'signal'."""
+
+    def __init__(self, status: str, waits_for: str) -> None:
+        super().__init__(f"{status}: waiting for {waits_for}")
+        self.status = status
+        self.waits_for = waits_for
 
 
 class AttemptLost(Exception):
@@ -57,10 +72,13 @@ class Durable:
     """What a worker's runs record their steps and checkpoints through: one per
     executor, shared by every context it makes (none is made per job)."""
 
-    def __init__(self, store: Store, worker_id: str, max_result_bytes: int) -> None:
+    def __init__(
+        self, store: Store, worker_id: str, max_result_bytes: int, rows: Rows | None = None
+    ) -> None:
         self.store = store
         self.worker_id = worker_id
         self.max_result_bytes = max_result_bytes  # JOBQUEUE_MAX_RESULT_BYTES, as results
+        self.rows = rows  # what ctx.spawn checks its children with, as enqueue does
 
     def run(self, job: ClaimedJob) -> DurableRun:
         return DurableRun(self, job)
@@ -70,33 +88,40 @@ class DurableRun:
     """One run's view of its job's steps: those recorded before it (read at its first
     step) and the names it has used, each of which may appear once per run."""
 
-    __slots__ = ("_durable", "_job", "_recorded", "_sleeps", "_used", "checkpoint_text", "loop")
+    __slots__ = (
+        "_recorded", "_sleeps", "_used", "checkpoint_text", "durable", "job", "loop",
+        "signal_names", "signals", "spawns",
+    )  # fmt: skip
 
     def __init__(self, durable: Durable, job: ClaimedJob) -> None:
-        self._durable = durable
-        self._job = job
+        self.durable = durable
+        self.job = job
         self._recorded: dict[str, Any] | None = None
         self._used: set[str] = set()
-        self._sleeps = 0  # this run's sleeps so far: the next one's name
+        # This run's sleeps, spawns and waits for signals so far: the next one's name.
+        self._sleeps = 0
+        self.spawns = 0
+        self.signals = 0
+        self.signal_names: Counter[str] = Counter()  # this run's waits by signal name
         # The job's cursor as JSON text: as claimed, then as this run last saved it.
         self.checkpoint_text = job.checkpoint_json
         # The worker's loop, where the queries run; a sync handler's thread sends them there.
         self.loop = asyncio.get_running_loop()
 
     async def recall(self, name: str) -> Any:
-        """What the step ``name`` returned when recorded, or _NOT_RECORDED."""
+        """What the step ``name`` returned when recorded, or NOT_RECORDED."""
         if not isinstance(name, str) or not name:
             raise ValueError("a step's name is a non-empty string")
         if name in self._used:
             raise ValueError(
-                f"step {name!r} ran already in this run of job {self._job.id}; "
+                f"step {name!r} ran already in this run of job {self.job.id}; "
                 "give each step a name of its own (a loop's: f'charge-{i}')"
             )
         self._used.add(name)
         if self._recorded is None:
-            steps = await self._durable.store.job_steps(job_id=self._job.id)
+            steps = await self.durable.store.job_steps(job_id=self.job.id)
             self._recorded = {step.name: step.result for step in steps}
-        return self._recorded.get(name, _NOT_RECORDED)
+        return self._recorded.get(name, NOT_RECORDED)
 
     async def record(self, name: str, value: Any) -> Any:
         """Record the step's result, fenced by the claim; return it as a later run will
@@ -104,16 +129,16 @@ class DurableRun:
         is not JSON or too large, which it would be again on any later attempt, after
         the step's side effect again: the job fails without another."""
         try:
-            text = results.encode(value, self._durable.max_result_bytes)
+            text = results.encode(value, self.durable.max_result_bytes)
         except results.ResultError as exc:
             raise Discard(f"step {name!r}: {exc}") from None
-        held = await self._durable.store.step_record(
-            job_id=self._job.id, name=name, result=text, worker_id=self._durable.worker_id,
-            claim=self._job.claim,
+        held = await self.durable.store.step_record(
+            job_id=self.job.id, name=name, result=text, worker_id=self.durable.worker_id,
+            claim=self.job.claim,
         )  # fmt: skip
         if not held:
             raise AttemptLost(
-                f"job {self._job.id}'s attempt {self._job.attempt} is no longer this "
+                f"job {self.job.id}'s attempt {self.job.attempt} is no longer this "
                 f"worker's: step {name!r} was not recorded"
             )
         return None if text is None else json.loads(text)
@@ -121,14 +146,14 @@ class DurableRun:
     async def checkpoint(self, value: Any) -> None:
         """Save ``value`` as the job's cursor (None forgets it). Raises AttemptLost, or
         ResultError for a value that is not JSON or too large."""
-        text = results.encode(value, self._durable.max_result_bytes)
-        saved = await self._durable.store.checkpoint_save(
-            job_id=self._job.id, value=text, worker_id=self._durable.worker_id,
-            claim=self._job.claim,
+        text = results.encode(value, self.durable.max_result_bytes)
+        saved = await self.durable.store.checkpoint_save(
+            job_id=self.job.id, value=text, worker_id=self.durable.worker_id,
+            claim=self.job.claim,
         )  # fmt: skip
         if not saved:
             raise AttemptLost(
-                f"job {self._job.id}'s attempt {self._job.attempt} is no longer this "
+                f"job {self.job.id}'s attempt {self.job.attempt} is no longer this "
                 "worker's: its checkpoint was not saved"
             )
         self.checkpoint_text = text
@@ -139,7 +164,7 @@ class DurableRun:
         """``ctx.step`` of an async handler."""
         _check_name(name)
         found = await self.recall(name)
-        if found is not _NOT_RECORDED:
+        if found is not NOT_RECORDED:
             return found
         value = fn(*args, **kwargs)
         if inspect.isawaitable(value):
@@ -153,7 +178,7 @@ class DurableRun:
         queries on the worker's loop."""
         _check_name(name)
         found = self.blocking(self.recall(name))
-        if found is not _NOT_RECORDED:
+        if found is not NOT_RECORDED:
             return found
         value = fn(*args, **kwargs)
         if inspect.isawaitable(value):
@@ -169,7 +194,7 @@ class DurableRun:
         self._sleeps += 1
         name = f"{SLEEP}{self._sleeps}"
         found = await self.recall(name)
-        if found is _NOT_RECORDED:
+        if found is NOT_RECORDED:
             found = await self.record(name, when.astimezone(UTC).isoformat())
         until = datetime.fromisoformat(found)
         if until > datetime.now(UTC):
@@ -179,13 +204,12 @@ class DurableRun:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
 
-# The names of a run's sleeps ("sleep-1", "sleep-2"...), which a step may not take.
-SLEEP = "sleep-"
-
-
 def _check_name(name: str) -> None:
-    if isinstance(name, str) and name.startswith(SLEEP):
-        raise ValueError(f"step names starting {SLEEP!r} are the sleeps' own; got {name!r}")
+    if isinstance(name, str) and name.startswith(RESERVED):
+        raise ValueError(
+            f"step names starting {', '.join(map(repr, RESERVED))} are the run's own "
+            f"(its sleeps, waits and spawns); got {name!r}"
+        )
 
 
 async def _awaited(value: Awaitable[T]) -> T:

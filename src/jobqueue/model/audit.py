@@ -19,6 +19,7 @@ class Action(enum.StrEnum):
     JOB_UPDATE = "job.update"  # the filter names the fields changed
     JOB_RUN_NOW = "job.run_now"
     JOB_DELETE = "job.delete"
+    JOB_SIGNAL = "job.signal"  # the filter names the signal
     QUEUE_PAUSE = "queue.pause"
     QUEUE_RESUME = "queue.resume"
     QUEUE_LIMITS = "queue.limits"  # its shared limits set (the filter says which)

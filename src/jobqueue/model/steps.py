@@ -45,6 +45,41 @@ class Step:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Child:
+    """A job that its parent's handler spawned (``ctx.spawn``)."""
+
+    id: int
+    type: str
+    status: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Children:
+    """A job's children: how many it spawned and how many have ended, and the first of
+    them (at most CHILDREN_SHOWN)."""
+
+    total: int
+    ended: int
+    first: list[Child]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WaitingFor:
+    """What a waiting job waits for: its children (``children``: how many it spawned,
+    ``ended``: how many have ended), a signal (``signal``: its name, ``until``: its time
+    limit, if any), or a time (``until``)."""
+
+    until: datetime | None = None
+    signal: str | None = None
+    children: int | None = None
+    ended: int | None = None
+
+
+# The children GET /jobs/{id} and the job page list; the counts cover all of them.
+CHILDREN_SHOWN = 100
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class JobDetail(Job):
     """A job with the steps its handler recorded: what GET /jobs/{id} answers."""
 
@@ -81,8 +116,57 @@ class JobDetail(Job):
     steps: list[Step] = dataclasses.field(default_factory=list)
     """The steps its handler ran through ``ctx.step`` (docs/durable.md), in the order
     they were recorded; [] for a job that ran none."""
+    waiting_for: WaitingFor | None = None
+    """For a waiting job, what it waits for; null otherwise."""
+    spawned_by: int | None = None
+    """The job whose handler spawned this one (``ctx.spawn``); null for none."""
+    children: Children | None = None
+    """The jobs its handler spawned; null for none."""
 
     @classmethod
-    def of(cls, job: Job, steps: list[Step]) -> JobDetail:
+    def of(
+        cls,
+        job: Job,
+        steps: list[Step],
+        *,
+        awaiting: str | None = None,
+        spawned_by: int | None = None,
+        children: Children | None = None,
+    ) -> JobDetail:
         fields = {f.name: getattr(job, f.name) for f in dataclasses.fields(Job)}
-        return cls(**fields, steps=steps)
+        waiting_for = None
+        if job.status == "waiting":
+            waiting_for = _waiting_for(job, steps, awaiting, children)
+        return cls(
+            **fields, steps=steps, waiting_for=waiting_for, spawned_by=spawned_by,
+            children=children,
+        )  # fmt: skip
+
+
+def _waiting_for(
+    job: Job, steps: list[Step], awaiting: str | None, children: Children | None
+) -> WaitingFor:
+    """A waiting job's wait, from its row and its steps: the run's last wait recorded
+    a step (sleep-N: the time; signal-N: the signal's name and time limit)."""
+    if awaiting == "children":
+        return WaitingFor(
+            children=0 if children is None else children.total,
+            ended=0 if children is None else children.ended,
+        )
+    for step in reversed(steps):
+        if step.name.startswith(SIGNAL) and isinstance(step.result, dict):
+            return WaitingFor(
+                until=None if awaiting == "signal" else job.run_at,
+                signal=step.result.get("name"),
+            )
+        if step.name.startswith(SLEEP):
+            break
+    return WaitingFor(until=job.run_at)
+
+
+# The names of a run's waits: its sleeps ("sleep-1"...), its waits for signals
+# ("signal-1"...) and its spawns ("spawn-1"...), which a step may not take.
+SLEEP = "sleep-"
+SIGNAL = "signal-"
+SPAWN = "spawn-"
+RESERVED = (SLEEP, SIGNAL, SPAWN)

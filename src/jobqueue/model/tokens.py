@@ -18,6 +18,7 @@ class Scope(StrEnum):
     PAYLOADS = "payloads:read"  # without it, payloads, results and logs are redacted
     CONTROL = "jobs:control"  # retry and cancel
     WORK = "jobs:work"  # claim jobs and write their outcomes: an HTTP worker's
+    SIGNAL = "jobs:signal"  # send signals to durable jobs (docs/durable.md#signals)
     QUEUES = "queues:control"  # pause and resume
     SCHEDULES = "schedules:control"  # create, change, pause, trigger and delete schedules
     METRICS = "metrics:read"

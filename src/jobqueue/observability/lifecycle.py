@@ -117,10 +117,20 @@ def snoozed(job: ClaimedJob, worker_id: str | None, started: float, delay: float
         log.info("job.snoozed", **fields, retry_in_ms=round(delay * 1000, 3))
 
 
-def waiting(job: ClaimedJob, worker_id: str | None, started: float, until: datetime) -> None:
-    """A run slept (ctx.sleep): the job waits until ``until``, holding no slot."""
+def waiting(
+    job: ClaimedJob,
+    worker_id: str | None,
+    started: float,
+    until: datetime | None,
+    waits_for: str = "time",
+) -> None:
+    """A run ended to wait, holding no slot: for a time (ctx.sleep, until ``until``),
+    for its children or for a signal (``waits_for``)."""
     if logs.enabled("info"):
-        log.info("job.waiting", **ended_fields(job, worker_id, started), until=until.isoformat())
+        fields = ended_fields(job, worker_id, started)
+        if until is not None:
+            fields["until"] = until.isoformat()
+        log.info("job.waiting", **fields, waits_for=waits_for)
 
 
 def ended_fields(job: ClaimedJob, worker_id: str | None, started: float) -> dict[str, Any]:

@@ -259,7 +259,7 @@ async def job_page(request: Request, job_id: int) -> HTMLResponse:
     jq = jobqueue(request)
     job = access.visible(await jq.get(job_id), who, job_id)
     attempts = access.shown_attempts(await jq.attempts(job_id), who)
-    steps = await jq.steps(job_id)  # a durable handler's (docs/durable.md)
+    detail = await jq.detail(job)  # a durable handler's steps, wait, children
     trace_url = jq.settings.trace_url
     payloads = who.has(Scope.PAYLOADS)
     workflow = None if job.workflow_id is None else await jq.get_workflow(job.workflow_id)
@@ -271,7 +271,8 @@ async def job_page(request: Request, job_id: int) -> HTMLResponse:
         workflow=workflow,
         **workflow_nodes(workflow, who),
         attempts=attempts,
-        steps=steps,
+        steps=detail.steps,
+        detail=detail,
         payloads=payloads,
         payload=json.dumps(job.payload, indent=2, sort_keys=True) if payloads else None,
         result=json.dumps(job.result, indent=2, sort_keys=True) if payloads else None,

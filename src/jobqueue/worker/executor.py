@@ -22,7 +22,7 @@ from jobqueue import results
 from jobqueue.checkpoints import Signal, Signals
 from jobqueue.context import JobContext, JobLog, SyncJobContext
 from jobqueue.db.records import ClaimedJob, ParentResult
-from jobqueue.durable.steps import Waiting
+from jobqueue.durable.steps import Suspended, Waiting
 from jobqueue.logs import get_logger
 from jobqueue.observability import lifecycle
 from jobqueue.observability.attempts import AttemptObserver, Outcome
@@ -183,6 +183,10 @@ class Executor:
             outcome = "waiting"
             self._completer.sleep(job, asleep.until)
             lifecycle.waiting(job, self._worker_id, started, asleep.until)
+        except Suspended as waited:  # ctx.wait_for and the like: the job's row says so
+            await self._settle(job)
+            outcome = "waiting" if waited.status == "waiting" else "cancelled"
+            lifecycle.waiting(job, self._worker_id, started, None, waited.waits_for)
         except Exception as exc:
             error = exc
             if job.id in self._cancel_requested:

@@ -140,7 +140,7 @@ class Worker:
             job_logs=self.job_logs,
             worker_id=self.id,
             parents=lambda job_id: store.workflow_parent_results(job_id=job_id),
-            durable=Durable(store, self.id, settings.max_result_bytes),
+            durable=Durable(store, self.id, settings.max_result_bytes, Rows(tasks, settings)),
         )
         self.producer = Producer(
             store,

@@ -1,6 +1,7 @@
--- Wakes the waiting jobs whose time has come (ctx.sleep, migration 0033): pending
--- again and due at once, at most $1 of them, the earliest first, read from their
--- partial index (migration 0034). The NOTIFY wakes the workers of their queues ("*
+-- Wakes the waiting jobs whose time has come (ctx.sleep, a signal's time limit;
+-- migrations 0033 and 0035): pending again and due at once, at most $1 of them, the
+-- earliest first, read from their partial index (jobs_wake_idx, migration 0036), which
+-- leaves out jobs waiting for children or for a signal with no time limit. The NOTIFY wakes the workers of their queues ("*
 -- <queue>": they look from the start of the queue, as after a manual retry). Run by
 -- the maintenance leader every second; SKIP LOCKED lets a leader that overlaps another
 -- for a moment wake other jobs. Returns how many it woke.
@@ -12,7 +13,7 @@ WITH woken AS (
     WHERE j.id = ANY(ARRAY(
         SELECT id
         FROM {schema}.jobs
-        WHERE status = 'waiting'
+        WHERE status = 'waiting' AND awaiting IS NULL
           AND run_at <= COALESCE($2::timestamptz, now())
         ORDER BY run_at
         LIMIT $1
