@@ -69,7 +69,7 @@ async def test_a_signal_over_http_wakes_a_waiting_job(
 
         sent = approvals.post("/signals", json=signal)
         assert sent.status_code == 201, sent.text
-        assert sent.json()["job_id"] == job_id and sent.json()["name"] == "approved"
+        assert (sent.json()["job_id"], sent.json()["name"]) == (job_id, "approved")
 
         done = ops.get(f"/jobs/{job_id}", params={"wait": 30}, timeout=40).json()
         assert done["status"] == "completed", done
