@@ -36,6 +36,7 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         "job_attempts": "SELECT, INSERT",
         "job_logs": "SELECT, INSERT, UPDATE",
         "job_steps": "SELECT, INSERT",  # durable steps (migration 0032): read, recorded
+        "job_signals": "SELECT",  # what ctx.wait_for_signal takes (migration 0035)
         "workers": "SELECT, INSERT, UPDATE, DELETE",
         "leader": "SELECT, INSERT, UPDATE, DELETE",
         "queues": "SELECT, UPDATE",  # a limited queue's claims lock its row (limit_lock.sql)
@@ -62,6 +63,7 @@ TABLE_PRIVILEGES: dict[Purpose, dict[str, str]] = {
         "job_attempts": "SELECT, INSERT",
         "job_logs": "SELECT, INSERT, UPDATE",
         "job_steps": "SELECT",  # a job's durable steps, in GET /jobs/{id}
+        "job_signals": "SELECT, INSERT",  # POST /signals (migration 0035): RETURNING id
         "workers": "SELECT, INSERT, UPDATE",
         "queues": "SELECT, INSERT, UPDATE",  # pause, resume, limits
         "queue_starts": "SELECT, INSERT, DELETE",  # rate use; HTTP workers' limited claims

@@ -144,7 +144,11 @@ CREATE TABLE jobqueue.jobs (
     tags text[],
     meta jsonb,
     checkpoint jsonb,
+    spawned_by bigint,
+    awaiting text,
+    children_left integer,
     CONSTRAINT jobs_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT jobs_awaiting_check CHECK ((awaiting = ANY (ARRAY['children'::text, 'signal'::text]))),
     CONSTRAINT jobs_concurrency_key_check CHECK ((concurrency_key <> ''::text)),
     CONSTRAINT jobs_max_attempts_check CHECK ((max_attempts >= 1)),
     CONSTRAINT jobs_on_failure_check CHECK ((on_failure = ANY (ARRAY['cancel'::text, 'continue'::text]))),
@@ -468,6 +472,110 @@ BEGIN
     RETURN NULL;
 END;
 $$;
+
+--
+-- Name: spawn_step(); Type: FUNCTION; Schema: jobqueue; Owner: -
+--
+
+CREATE FUNCTION jobqueue.spawn_step() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $_$
+DECLARE
+    parents bigint[];
+    stopped bigint[];
+BEGIN
+    EXECUTE $q$
+        SELECT array_agg(DISTINCT n.spawned_by) FILTER (WHERE n.spawned_by IS NOT NULL
+                   AND n.status IN ('completed', 'failed', 'cancelled')
+                   AND o.status NOT IN ('completed', 'failed', 'cancelled')),
+               array_agg(n.id) FILTER (WHERE n.children_left IS NOT NULL
+                   AND o.status = 'waiting' AND n.status IN ('failed', 'cancelled'))
+        FROM new_rows AS n JOIN old_rows AS o ON o.id = n.id
+        WHERE (n.spawned_by IS NOT NULL AND o.status IS DISTINCT FROM n.status
+               AND n.status IN ('completed', 'failed', 'cancelled'))
+           OR (n.children_left IS NOT NULL AND o.status = 'waiting'
+               AND n.status IN ('failed', 'cancelled'))
+    $q$ INTO parents, stopped;
+
+    IF parents IS NOT NULL THEN
+        EXECUTE $q$
+        WITH ended AS (
+            SELECT n.spawned_by AS id, count(*)::integer AS n,
+                   min(n.id) FILTER (WHERE n.status <> 'completed'
+                                       AND n.on_failure IS DISTINCT FROM 'continue') AS failed
+            FROM new_rows AS n JOIN old_rows AS o ON o.id = n.id
+            WHERE n.spawned_by = ANY($1)
+              AND n.status IN ('completed', 'failed', 'cancelled')
+              AND o.status NOT IN ('completed', 'failed', 'cancelled')
+            GROUP BY n.spawned_by
+        ), locked AS (
+            SELECT j.id FROM "jobqueue".jobs AS j
+            WHERE j.id = ANY($1) AND j.status = 'waiting' AND j.awaiting = 'children'
+            ORDER BY j.id
+            FOR UPDATE
+        ), moved AS (
+            UPDATE "jobqueue".jobs AS p
+            SET children_left = p.children_left - e.n,
+                status = CASE WHEN e.failed IS NOT NULL THEN 'cancelled'
+                              WHEN p.children_left > e.n THEN 'waiting'
+                              ELSE 'pending' END,
+                awaiting = CASE WHEN e.failed IS NULL AND p.children_left <= e.n THEN NULL
+                                ELSE p.awaiting END,
+                run_at = CASE WHEN e.failed IS NULL AND p.children_left <= e.n THEN now()
+                              ELSE p.run_at END,
+                last_error = CASE WHEN e.failed IS NOT NULL
+                                  THEN 'cancelled: its child job ' || e.failed
+                                       || ' failed or was cancelled'
+                                  ELSE p.last_error END,
+                finished_at = CASE WHEN e.failed IS NOT NULL THEN now() END,
+                updated_at = now()
+            FROM ended AS e
+            WHERE p.id = e.id AND p.status = 'waiting' AND p.awaiting = 'children'
+              AND (SELECT count(*) FROM locked) >= 0
+            RETURNING p.id, p.queue, p.status
+        )
+        SELECT count(*) FROM (
+            SELECT pg_notify('jobqueue_jobs', '* ' || queue)
+            FROM (SELECT DISTINCT queue FROM moved WHERE status = 'pending') AS q
+            UNION ALL
+            SELECT pg_notify('jobqueue_done', string_agg(id::text, ','))
+            FROM moved WHERE status = 'cancelled' GROUP BY id / 300
+        ) AS n
+        $q$ USING parents;
+    END IF;
+
+    IF stopped IS NOT NULL THEN
+        EXECUTE $q$
+        WITH kids AS (
+            SELECT j.id FROM "jobqueue".jobs AS j
+            WHERE j.spawned_by = ANY($1)
+              AND j.status IN ('blocked', 'pending', 'running', 'waiting')
+            ORDER BY j.id
+            FOR UPDATE
+        ), cancelled AS (
+            UPDATE "jobqueue".jobs AS c
+            SET status = CASE WHEN c.status = 'running' THEN c.status ELSE 'cancelled' END,
+                last_error = CASE WHEN c.status = 'running' THEN c.last_error
+                                  ELSE 'cancelled: its parent job ' || c.spawned_by
+                                       || ' was cancelled' END,
+                finished_at = CASE WHEN c.status = 'running' THEN NULL ELSE now() END,
+                cancel_requested_at = COALESCE(c.cancel_requested_at, now()),
+                updated_at = now()
+            WHERE c.id IN (SELECT id FROM kids)
+              AND c.status IN ('blocked', 'pending', 'running', 'waiting')
+            RETURNING c.id, c.status
+        )
+        SELECT count(*) FROM (
+            SELECT pg_notify('jobqueue_cancel', id::text) FROM cancelled WHERE status = 'running'
+            UNION ALL
+            SELECT pg_notify('jobqueue_done', string_agg(id::text, ','))
+            FROM cancelled WHERE status = 'cancelled' GROUP BY id / 300
+        ) AS n
+        $q$ USING stopped;
+    END IF;
+    RETURN NULL;
+END;
+$_$;
 
 --
 -- Name: unique_holder(text); Type: FUNCTION; Schema: jobqueue; Owner: -
@@ -849,6 +957,31 @@ CREATE TABLE jobqueue.job_logs (
 );
 
 --
+-- Name: job_signals; Type: TABLE; Schema: jobqueue; Owner: -
+--
+
+CREATE TABLE jobqueue.job_signals (
+    id bigint NOT NULL,
+    job_id bigint NOT NULL,
+    name text NOT NULL,
+    payload jsonb,
+    sent_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
+-- Name: job_signals_id_seq; Type: SEQUENCE; Schema: jobqueue; Owner: -
+--
+
+ALTER TABLE jobqueue.job_signals ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME jobqueue.job_signals_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
 -- Name: job_steps; Type: TABLE; Schema: jobqueue; Owner: -
 --
 
@@ -1157,6 +1290,13 @@ ALTER TABLE ONLY jobqueue.job_logs
     ADD CONSTRAINT job_logs_pkey PRIMARY KEY (job_id, attempt, started_at);
 
 --
+-- Name: job_signals job_signals_pkey; Type: CONSTRAINT; Schema: jobqueue; Owner: -
+--
+
+ALTER TABLE ONLY jobqueue.job_signals
+    ADD CONSTRAINT job_signals_pkey PRIMARY KEY (id);
+
+--
 -- Name: job_steps job_steps_pkey; Type: CONSTRAINT; Schema: jobqueue; Owner: -
 --
 
@@ -1284,6 +1424,12 @@ CREATE INDEX job_attempts_job_idx ON jobqueue.job_attempts USING btree (job_id, 
 CREATE INDEX job_labels_idx ON jobqueue.job_labels USING gin (tags, meta jsonb_path_ops);
 
 --
+-- Name: job_signals_job_idx; Type: INDEX; Schema: jobqueue; Owner: -
+--
+
+CREATE INDEX job_signals_job_idx ON jobqueue.job_signals USING btree (job_id, name, id);
+
+--
 -- Name: jobs_claim_idx; Type: INDEX; Schema: jobqueue; Owner: -
 --
 
@@ -1320,10 +1466,22 @@ CREATE INDEX jobs_key_running_idx ON jobqueue.jobs USING btree (queue, concurren
 CREATE INDEX jobs_lease_idx ON jobqueue.jobs USING btree (lease_expires_at) WHERE (status = 'running'::text);
 
 --
+-- Name: jobs_spawned_by_idx; Type: INDEX; Schema: jobqueue; Owner: -
+--
+
+CREATE INDEX jobs_spawned_by_idx ON jobqueue.jobs USING btree (spawned_by) WHERE (spawned_by IS NOT NULL);
+
+--
 -- Name: jobs_waiting_idx; Type: INDEX; Schema: jobqueue; Owner: -
 --
 
 CREATE INDEX jobs_waiting_idx ON jobqueue.jobs USING btree (run_at) INCLUDE (queue) WHERE (status = 'waiting'::text);
+
+--
+-- Name: jobs_wake_idx; Type: INDEX; Schema: jobqueue; Owner: -
+--
+
+CREATE INDEX jobs_wake_idx ON jobqueue.jobs USING btree (run_at) INCLUDE (queue) WHERE ((status = 'waiting'::text) AND (awaiting IS NULL));
 
 --
 -- Name: jobs_workflow_idx; Type: INDEX; Schema: jobqueue; Owner: -
@@ -1410,6 +1568,12 @@ CREATE TRIGGER jobs_labels_truncated AFTER TRUNCATE ON jobqueue.jobs FOR EACH ST
 CREATE TRIGGER jobs_notify_inserted AFTER INSERT ON jobqueue.jobs REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION jobqueue.notify_jobs_inserted();
 
 --
+-- Name: jobs jobs_spawn_step; Type: TRIGGER; Schema: jobqueue; Owner: -
+--
+
+CREATE TRIGGER jobs_spawn_step AFTER UPDATE ON jobqueue.jobs REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH ROW WHEN (((((new.spawned_by IS NOT NULL) AND (old.status IS DISTINCT FROM new.status) AND (new.status = ANY (ARRAY['completed'::text, 'failed'::text, 'cancelled'::text]))) OR ((new.children_left IS NOT NULL) AND (old.status = 'waiting'::text) AND (new.status = ANY (ARRAY['failed'::text, 'cancelled'::text])))) AND (current_setting('jobqueue.spawn_step'::text, true) IS DISTINCT FROM (new.cmin)::text) AND (set_config('jobqueue.spawn_step'::text, (new.cmin)::text, true) IS NOT NULL))) EXECUTE FUNCTION jobqueue.spawn_step();
+
+--
 -- Name: jobs jobs_unique_keys; Type: TRIGGER; Schema: jobqueue; Owner: -
 --
 
@@ -1434,6 +1598,13 @@ ALTER TABLE ONLY jobqueue.job_attempts
 
 ALTER TABLE ONLY jobqueue.job_logs
     ADD CONSTRAINT job_logs_job_id_fkey FOREIGN KEY (job_id) REFERENCES jobqueue.jobs(id) ON DELETE CASCADE;
+
+--
+-- Name: job_signals job_signals_job_id_fkey; Type: FK CONSTRAINT; Schema: jobqueue; Owner: -
+--
+
+ALTER TABLE ONLY jobqueue.job_signals
+    ADD CONSTRAINT job_signals_job_id_fkey FOREIGN KEY (job_id) REFERENCES jobqueue.jobs(id) ON DELETE CASCADE;
 
 --
 -- Name: job_steps job_steps_job_id_fkey; Type: FK CONSTRAINT; Schema: jobqueue; Owner: -
