@@ -81,3 +81,18 @@ async def order_flow(payload: dict[str, Any], ctx: JobContext) -> dict[str, Any]
     approval = await ctx.wait_for_signal("approved", timeout=3600)
     boxes = await ctx.wait_for(await ctx.spawn([("pack", {"item": i}) for i in payload["items"]]))
     return {"charge": charged, "approved_by": approval["by"], "boxes": boxes}
+
+
+@jq.task("fan_child")
+async def fan_child(payload: dict[str, Any]) -> int:
+    return int(payload["n"])
+
+
+@jq.task("fan_parent")
+async def fan_parent(payload: dict[str, Any], ctx: JobContext) -> list[int]:
+    """Five children, waited for; the run that gets their results records its end."""
+    base = payload["base"]
+    children = await ctx.spawn([("fan_child", {"n": base + i}) for i in range(5)])
+    results = await ctx.wait_for(children)
+    await _record(ctx, "parent ended")
+    return [int(r) for r in results]
