@@ -44,6 +44,19 @@ async def quick(payload: dict[str, Any]) -> dict[str, Any]:
     return {"echo": payload}
 
 
+@jq.task("box")
+async def box(payload: dict[str, Any]) -> str:
+    return f"box-{payload['item']}"
+
+
+@jq.task("approve_and_pack")
+async def approve_and_pack(payload: dict[str, Any], ctx: JobContext) -> list[Any]:
+    """Waits for a signal, then for one child per item: its page shows what it waits
+    for, then its children, each page linking back to it."""
+    await ctx.wait_for_signal("approved")
+    return await ctx.wait_for(await ctx.spawn([("box", {"item": i}) for i in payload["items"]]))
+
+
 @jq.task("fulfil", max_attempts=2, retry=FixedDelay(0.2))
 async def fulfil(payload: dict[str, Any], ctx: JobContext) -> dict[str, str]:
     """A durable handler: two steps, a checkpoint, and a first attempt that fails after

@@ -22,6 +22,7 @@ from jobqueue.cli.common import (
     key_values,
     with_jobqueue,
 )
+from jobqueue.cli.durable import add_signal_command, print_durable
 from jobqueue.cli.job_edits import add_job_edit_commands
 from jobqueue.cli.output import (
     format_time,
@@ -138,6 +139,7 @@ def add_jobs_commands(commands: Commands) -> None:
     add_output_flags(cmd)
     cmd.set_defaults(run=run_jobs_list)
     add_job_edit_commands(jobs)
+    add_signal_command(jobs)
 
 
 def run_enqueue(args: argparse.Namespace) -> int:
@@ -216,6 +218,10 @@ def refuse_off_schema(declared: Checker, payload: Any) -> None:
         raise UsageError(f"{where}: {message}{more}")
 
 
+# What ``jobs get`` shows after the job's fields, not among them (print_durable).
+DURABLE_FIELDS = ("steps", "waiting_for", "spawned_by", "children")
+
+
 def run_jobs_get(args: argparse.Namespace) -> int:
     if args.wait is not None and not args.wait > 0:
         raise UsageError(f"--wait must be a positive number of seconds, got {args.wait}")
@@ -237,16 +243,8 @@ def run_jobs_get(args: argparse.Namespace) -> int:
     if args.json:
         print_record(job)
         return 0
-    steps = job.steps
-    print_fields(job)
-    if steps:  # what a durable handler recorded (docs/durable.md)
-        print()
-        header = ("STEP", "ATTEMPT", "RECORDED", "RESULT")
-        rows = [
-            (s.name, str(s.attempt), format_time(s.recorded_at), json.dumps(s.result))
-            for s in steps
-        ]
-        print_table(header, rows, "")
+    print_fields(job, omit=DURABLE_FIELDS)
+    print_durable(job)
     return 0
 
 

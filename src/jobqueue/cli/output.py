@@ -35,9 +35,11 @@ def print_records(records: Sequence[Record]) -> None:
     print_json([jsonable(r) for r in records])
 
 
-def print_fields(job: Job) -> None:
-    """One field a line, the names right-aligned."""
+def print_fields(job: Job, omit: Sequence[str] = ()) -> None:
+    """One field a line, the names right-aligned; those in ``omit`` left out."""
     for key, value in jsonable(job).items():
+        if key in omit:
+            continue
         shown = json.dumps(value) if key in JSON_FIELDS else value
         print(f"{key:>19}: {shown}")
 
