@@ -932,6 +932,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/signals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a durable job a signal
+         * @description Keeps the signal for the job: a handler waiting in `ctx.wait_for_signal(name)` is
+         *     woken and gets its payload, and one that waits for it later gets it then. A job
+         *     that has ended is a 409 naming its state. The payload is limited as a job's result
+         *     is (`JOBQUEUE_MAX_RESULT_BYTES`).
+         *
+         *     Scope: `jobs:signal` (or `admin`).
+         */
+        post: operations["send_signal_signals_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -940,7 +965,7 @@ export interface components {
          * Action
          * @enum {string}
          */
-        Action: "job.retry" | "jobs.retry" | "job.cancel" | "jobs.cancel" | "job.update" | "job.run_now" | "job.delete" | "queue.pause" | "queue.resume" | "queue.limits" | "token.create" | "token.revoke" | "workflow.cancel" | "type.declare" | "type.remove" | "schedule.create" | "schedule.update" | "schedule.delete" | "schedule.pause" | "schedule.resume" | "schedule.trigger" | "request.refused";
+        Action: "job.retry" | "jobs.retry" | "job.cancel" | "jobs.cancel" | "job.update" | "job.run_now" | "job.delete" | "job.signal" | "queue.pause" | "queue.resume" | "queue.limits" | "token.create" | "token.revoke" | "workflow.cancel" | "type.declare" | "type.remove" | "schedule.create" | "schedule.update" | "schedule.delete" | "schedule.pause" | "schedule.resume" | "schedule.trigger" | "request.refused";
         /**
          * Attempt
          * @description One attempt of a job, from its attempt history: every failed one, and any other
@@ -1069,6 +1094,31 @@ export interface components {
             cancelled: number;
             /** Requested */
             requested: number;
+        };
+        /**
+         * Child
+         * @description A job that its parent's handler spawned (``ctx.spawn``).
+         */
+        Child: {
+            /** Id */
+            id: number;
+            /** Type */
+            type: string;
+            /** Status */
+            status: string;
+        };
+        /**
+         * Children
+         * @description A job's children: how many it spawned and how many have ended, and the first of
+         *     them (at most CHILDREN_SHOWN).
+         */
+        Children: {
+            /** Total */
+            total: number;
+            /** Ended */
+            ended: number;
+            /** First */
+            first: components["schemas"]["Child"][];
         };
         /** ClaimAnswer */
         ClaimAnswer: {
@@ -1461,6 +1511,10 @@ export interface components {
             checkpoint?: unknown;
             /** Steps */
             steps?: components["schemas"]["Step"][];
+            waiting_for?: components["schemas"]["WaitingFor"] | null;
+            /** Spawned By */
+            spawned_by?: number | null;
+            children?: components["schemas"]["Children"] | null;
         };
         /** JobGone */
         JobGone: {
@@ -1909,6 +1963,33 @@ export interface components {
             meta?: {
                 [key: string]: unknown;
             } | null;
+        };
+        /**
+         * NewSignal
+         * @example {
+         *       "job_id": 42,
+         *       "name": "approved",
+         *       "payload": {
+         *         "by": "ana"
+         *       }
+         *     }
+         */
+        NewSignal: {
+            /**
+             * Name
+             * @description The name the handler waits for: ctx.wait_for_signal(name).
+             */
+            name: string;
+            /**
+             * Job Id
+             * @description The job to signal.
+             */
+            job_id: number;
+            /**
+             * Payload
+             * @description What ctx.wait_for_signal returns: any JSON value.
+             */
+            payload?: unknown;
         };
         /** NewToken */
         NewToken: {
@@ -2425,7 +2506,16 @@ export interface components {
          * Scope
          * @enum {string}
          */
-        Scope: "jobs:enqueue" | "jobs:read" | "payloads:read" | "jobs:control" | "jobs:work" | "queues:control" | "schedules:control" | "metrics:read" | "admin";
+        Scope: "jobs:enqueue" | "jobs:read" | "payloads:read" | "jobs:control" | "jobs:work" | "jobs:signal" | "queues:control" | "schedules:control" | "metrics:read" | "admin";
+        /** SignalSent */
+        SignalSent: {
+            /** Id */
+            id: number;
+            /** Job Id */
+            job_id: number;
+            /** Name */
+            name: string;
+        };
         /** SnoozeRequest */
         SnoozeRequest: {
             /** Lease */
@@ -2532,6 +2622,22 @@ export interface components {
              * @description `active`, `expired` or `revoked`
              */
             state: string;
+        };
+        /**
+         * WaitingFor
+         * @description What a waiting job waits for: its children (``children``: how many it spawned,
+         *     ``ended``: how many have ended), a signal (``signal``: its name, ``until``: its time
+         *     limit, if any), or a time (``until``).
+         */
+        WaitingFor: {
+            /** Until */
+            until?: string | null;
+            /** Signal */
+            signal?: string | null;
+            /** Children */
+            children?: number | null;
+            /** Ended */
+            ended?: number | null;
         };
         /**
          * WorkerInfo
@@ -6078,6 +6184,114 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Request body over JOBQUEUE_MAX_REQUEST_BYTES */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description A body sent without Content-Type: application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description Invalid or unknown fields, each named */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description Too many failed authentications from this address */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Database unavailable; retry after `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    send_signal_signals_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewSignal"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignalSent"];
+                };
+            };
+            /** @description Malformed JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrors"];
+                };
+            };
+            /** @description No token, a malformed, unknown, expired or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the route's scope, or its queue or type */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The job has ended: the signal was not kept */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StateConflict"];
+                };
             };
             /** @description Request body over JOBQUEUE_MAX_REQUEST_BYTES */
             413: {
