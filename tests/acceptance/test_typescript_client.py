@@ -30,7 +30,7 @@ from tests.conftest import ROOT, Process, Spawn
 pytestmark = pytest.mark.anyio
 
 CLIENT = ROOT / "clients" / "typescript"
-WORK = ["jobs:work", "jobs:enqueue", "jobs:read", "payloads:read", "jobs:control"]
+WORK = ["jobs:work", "jobs:enqueue", "jobs:read", "payloads:read", "jobs:control", "jobs:signal"]
 WORKER_SCRIPT = "build/test/fixtures/worker.js"
 
 

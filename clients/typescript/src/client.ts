@@ -1,9 +1,16 @@
 /**
- * Client: enqueue jobs, read them, wait for their end, cancel them; over jobqueue's
- * HTTP API (docs/http-api.md).
+ * Client: enqueue jobs, read them, wait for their end, cancel them, send them signals;
+ * over jobqueue's HTTP API (docs/http-api.md).
  */
 import { Connection, type ConnectionOptions } from "./http.js";
-import { FINAL_STATES, type Attempt, type Job, type NewJob } from "./types.js";
+import {
+  FINAL_STATES,
+  type Attempt,
+  type Job,
+  type NewJob,
+  type NewSignal,
+  type SignalSent,
+} from "./types.js";
 
 export type ClientOptions = ConnectionOptions;
 
@@ -122,6 +129,25 @@ export class Client {
     const answer = await this.#http.request<Job>("POST", `/jobs/${jobId(id)}/cancel`, {
       signal: options.signal,
       idempotent: true,
+    });
+    return answer.body;
+  }
+
+  /** Sends a durable job a signal, for its handler's `ctx.wait_for_signal(name)`: kept
+   * if the job does not wait for it yet, waking it if it does (docs/durable.md#signals).
+   * A ConflictError for a job that has ended, a NotFoundError for none. Scope
+   * `jobs:signal`. Not retried once sent: a second signal would be a second signal. */
+  async sendSignal(
+    id: number,
+    name: string,
+    payload: unknown = null,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<SignalSent> {
+    jobId(id); // a positive integer, or a TypeError before anything is sent
+    const body: NewSignal = { name, job_id: id, payload };
+    const answer = await this.#http.request<SignalSent>("POST", "/signals", {
+      body,
+      signal: options.signal,
     });
     return answer.body;
   }

@@ -13,6 +13,9 @@ export type Job = Schemas["Job"];
 export type JobStatus = Schemas["JobStatus"];
 export type NewJob = Schemas["NewJob"];
 export type Attempt = Schemas["Attempt"];
+/** A signal to a durable job (`POST /signals`), and the answer. */
+export type NewSignal = Schemas["NewSignal"];
+export type SignalSent = Schemas["SignalSent"];
 /** A job a claim handed out, with its lease. */
 export type LeasedJob = Schemas["LeasedJob"];
 export type ClaimRequest = Schemas["ClaimRequest"];

@@ -100,6 +100,26 @@ describe("enqueue, get and wait", () => {
     assert.deepEqual(done.result, { width: 10 });
   });
 
+  test("a signal is kept for a job that has not ended, refused for one that has", async () => {
+    const job = await client.enqueue("approve", {}, { queue: queueName("signal") });
+    const sent = await client.sendSignal(job.id, "approved", { by: "ana" });
+    assert.equal(sent.job_id, job.id);
+    assert.equal(sent.name, "approved");
+    assert.ok(sent.id > 0);
+    await client.cancel(job.id);
+    const ended = await client.sendSignal(job.id, "approved").catch((e: unknown) => e);
+    assert.ok(ended instanceof ConflictError, String(ended));
+    assert.equal(ended.status, 409);
+    const missing = await client.sendSignal(2 ** 40, "approved").catch((e: unknown) => e);
+    assert.ok(missing instanceof NotFoundError, String(missing));
+    const bad = await client.sendSignal(job.id, "").catch((e: unknown) => e);
+    assert.ok(bad instanceof ValidationError, String(bad));
+    assert.deepEqual(
+      bad.fields.map((f) => f.field),
+      ["name"],
+    );
+  });
+
   test("cancel ends a pending job at once", async () => {
     const job = await client.enqueue("resize", {}, { queue: queueName("cancel") });
     const cancelled = await client.cancel(job.id);

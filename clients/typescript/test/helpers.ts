@@ -3,7 +3,8 @@
  * `jobqueue api`; tests/acceptance/test_typescript_client.py starts one and sets them):
  *
  *   JOBQUEUE_URL         the API's base URL
- *   JOBQUEUE_TOKEN       scopes jobs:work, jobs:enqueue, jobs:read, payloads:read, jobs:control
+ *   JOBQUEUE_TOKEN       scopes jobs:work, jobs:enqueue, jobs:read, payloads:read, jobs:control,
+ *                        jobs:signal
  *   JOBQUEUE_TOKEN_OTHER the same scopes, under another name
  *   JOBQUEUE_TOKEN_READ  jobs:read only
  */
