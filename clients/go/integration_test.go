@@ -1,7 +1,7 @@
 package jobqueue
 
 // Against a live `jobqueue api`: JOBQUEUE_URL, and JOBQUEUE_TOKEN, a token with the
-// scopes jobs:work, jobs:enqueue, jobs:read, payloads:read and jobs:control;
+// scopes jobs:work, jobs:enqueue, jobs:read, payloads:read, jobs:control and jobs:signal;
 // JOBQUEUE_READ_TOKEN, one with jobs:read only, for the 403. Skipped when they are
 // unset (tests/acceptance/test_go_client.py sets them).
 
@@ -103,9 +103,19 @@ func TestLiveEnqueueGetAndIdempotency(t *testing.T) {
 	if err != nil || holder.Created || holder.ID != unique.ID {
 		t.Fatalf("the unique key's holder: %+v %v", holder, err)
 	}
+	sent, err := client.SendSignal(ctx, unique.ID, "approved", map[string]string{"by": "ana"})
+	if err != nil || sent.JobID != unique.ID || sent.Name != "approved" || sent.ID <= 0 {
+		t.Fatalf("a signal to a pending job: %+v %v", sent, err)
+	}
 	cancelled, err := client.Cancel(ctx, unique.ID)
 	if err != nil || cancelled.Status != Cancelled {
 		t.Fatalf("%+v %v", cancelled, err)
+	}
+	if _, err := client.SendSignal(ctx, unique.ID, "approved", nil); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a signal to an ended job: %v", err)
+	}
+	if _, err := client.SendSignal(ctx, 1<<40, "approved", nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a signal to no job: %v", err)
 	}
 }
 

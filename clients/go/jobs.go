@@ -276,6 +276,29 @@ func (c *Client) Cancel(ctx context.Context, id int64) (*Job, error) {
 	return job, nil
 }
 
+// SignalSent is the answer to SendSignal: the signal's id, its job and its name.
+type SignalSent struct {
+	ID    int64  `json:"id"`
+	JobID int64  `json:"job_id"`
+	Name  string `json:"name"`
+}
+
+// SendSignal sends a durable job a signal, for its handler's
+// ctx.wait_for_signal(name): kept if the job does not wait for it yet, waking it if
+// it does (docs/durable.md#signals). payload is any JSON value (nil: null). A job
+// that has ended is a 409 (ErrConflict), an unknown one a 404 (ErrNotFound). It
+// takes the scope jobs:signal. It is sent again only if it never reached the
+// server: a second signal would be a second signal.
+func (c *Client) SendSignal(ctx context.Context, id int64, name string, payload any) (*SignalSent, error) {
+	body := map[string]any{"name": name, "job_id": id, "payload": payload}
+	sent := &SignalSent{}
+	r := &request{method: http.MethodPost, path: "/signals", body: body, out: sent, safety: retryUnsent}
+	if _, err := c.do(ctx, r); err != nil {
+		return nil, err
+	}
+	return sent, nil
+}
+
 // Attempt is one attempt of a job's history (Client.Attempts): every failed one,
 // and any other that logged.
 type Attempt struct {

@@ -34,7 +34,7 @@ from tests.conftest import ROOT, Process, Spawn
 pytestmark = pytest.mark.anyio
 
 GO_CLIENT = ROOT / "clients" / "go"
-WORK = ["jobs:work", "jobs:enqueue", "jobs:read", "payloads:read", "jobs:control"]
+WORK = ["jobs:work", "jobs:enqueue", "jobs:read", "payloads:read", "jobs:control", "jobs:signal"]
 
 # The Python worker's application: a handler that records each run in a ledger file
 # and names itself in its result, as the Go worker's does.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -14,7 +15,10 @@ import pytest
 from jobqueue import JobContext
 from jobqueue.app import JobQueue
 from jobqueue.context import SyncJobContext
-from jobqueue.durable import ChildFailed, SignalRefused, SignalTimeout
+from jobqueue.durable import AttemptLost, ChildFailed, Durable, SignalRefused, SignalTimeout
+from jobqueue.durable.children import spawn, wait_for
+from jobqueue.durable.signals import wait_for_signal
+from jobqueue.enqueue.rows import Rows
 from jobqueue.model.job import Job, JobStatus
 from tests.integration.conftest import StartWorker
 
@@ -130,6 +134,37 @@ async def test_a_failed_child_cancels_its_parent_and_siblings(
     # The running sibling was asked to stop, and ended cancelled.
     assert (await jq.wait(sibling.id, timeout=15)).status == JobStatus.CANCELLED
     assert (await jq.get(failing.id)).status == JobStatus.FAILED  # type: ignore[union-attr]
+
+
+async def test_a_child_that_failed_before_the_wait_cancels_the_parent_at_its_wait(
+    jq: JobQueue, start_worker: StartWorker
+) -> None:
+    @jq.task("quick_failure", max_attempts=1)
+    async def quick_failure(payload: dict[str, Any]) -> None:
+        raise RuntimeError("bad input")
+
+    @jq.task("scheduled_sibling")
+    async def scheduled_sibling(payload: dict[str, Any]) -> None:
+        return None
+
+    @jq.task("slow_parent")
+    async def slow_parent(payload: dict[str, Any], ctx: JobContext) -> None:
+        kids = await ctx.spawn(
+            [("quick_failure", {}), ("scheduled_sibling", {}, {"delay_seconds": 3600})]
+        )
+        failed = await jq.wait(kids[0], timeout=15)  # ended while this run still runs
+        assert failed.status == JobStatus.FAILED
+        await ctx.wait_for(kids)
+
+    job = await jq.enqueue("slow_parent")
+    await start_worker(worker_count=2)
+    done = await jq.wait(job.id, timeout=30)
+    assert done.status == JobStatus.CANCELLED
+    [failed, sibling] = (await jq.detail(done)).children.first  # type: ignore[union-attr]
+    assert done.last_error == f"cancelled: its child job {failed.id} failed or was cancelled"
+    assert done.attempts == 1  # cancelled by its wait, not failed by it
+    # Its sibling, scheduled for later, was cancelled with it.
+    assert (await jq.wait(sibling.id, timeout=5)).status == JobStatus.CANCELLED
 
 
 async def test_with_continue_a_failed_child_is_a_result(
@@ -272,3 +307,36 @@ async def test_a_signal_wait_times_out(jq: JobQueue, start_worker: StartWorker) 
     await until_status(jq, job.id, JobStatus.WAITING)
     done = await jq.wait(job.id, timeout=20)
     assert (done.status, done.result) == (JobStatus.COMPLETED, "timed out: approved")
+
+
+async def test_a_stale_attempt_spawns_nothing_and_waits_for_nothing(jq: JobQueue) -> None:
+    store = await jq.store()
+    job = await jq.enqueue("anything")
+    [first] = await store.claim(queue="default", limit=1, worker_id="a", lease_seconds=30)
+    rows = Rows(jq.tasks, jq.settings)
+    run = Durable(store, "a", 65536, rows).run(first)
+    # Not due for an hour: the claims below take the parent, not it.
+    [child] = await spawn(run, [("thumb", {"n": 1}, {"delay_seconds": 3600})], "cancel")
+    # Its lease lapses; the job is rescued and claimed by another worker.
+    jq.clock.set(datetime.now().astimezone())
+    jq.clock.advance(60)
+    assert len(await store.rescue(limit=10)) == 1
+    [second] = await store.claim(queue="default", limit=1, worker_id="b", lease_seconds=30)
+    assert second.id == job.id
+    stale = Durable(store, "a", 65536, rows).run(first)
+    # Its first spawn was recorded: read back, as by any replay. Its second is refused.
+    assert await spawn(stale, [("thumb", {"n": 1})], "cancel") == [child]
+    with pytest.raises(AttemptLost, match=r"its children \('spawn-2'\) were not stored"):
+        await spawn(stale, [("thumb", {"n": 2})], "cancel")
+    with pytest.raises(AttemptLost, match="did not wait for its children"):
+        await wait_for(stale, [child])
+    with pytest.raises(AttemptLost, match=r"step .signal-1. was not recorded"):
+        await wait_for_signal(stale, "approved", None)
+    assert [j.id for j in await jq.list(type="thumb", limit=10)] == [child]  # one child
+    current = await jq.get(job.id)
+    assert current is not None
+    assert (current.status, current.worker_id) == (JobStatus.RUNNING, "b")  # untouched
+    # The attempt that holds the job replays the spawn: the same child, none stored.
+    assert await spawn(Durable(store, "b", 65536, rows).run(second), [("thumb", {})], "cancel") == [
+        child
+    ]

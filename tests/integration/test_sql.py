@@ -301,3 +301,38 @@ async def test_the_leaders_look_at_the_schedules_reads_only_enabled_ones_by_inde
     assert "schedules_due_idx" in plan, plan
     assert "jobs_wake_idx" in plan, plan
     assert "Seq Scan" not in plan, plan
+
+
+async def test_a_parents_children_and_signals_are_read_by_their_indexes(
+    db: asyncpg.Connection, schema: str
+) -> None:
+    """ctx.wait_for locks and counts one parent's children, GET /jobs/{id} lists them,
+    ctx.wait_for_signal takes one job's Nth signal, and the leader wakes the jobs whose
+    time has come: each by its index, among 20,000 finished jobs, 2,000 children of
+    other parents and 500 jobs waiting for their children (which wake.sql never reads)."""
+    await add_finished_jobs(db, schema, 20000)
+    await db.execute(
+        f"""INSERT INTO "{schema}".jobs (type, spawned_by, status, finished_at)
+            SELECT 'child', i % 500 + 1, 'completed', now() FROM generate_series(1, 2000) AS i"""
+    )
+    await db.execute(
+        f"""INSERT INTO "{schema}".jobs (type, status, awaiting, children_left)
+            SELECT 'parent', 'waiting', 'children', 4 FROM generate_series(1, 500)"""
+    )
+    await db.execute(
+        f"""INSERT INTO "{schema}".job_signals (job_id, name)
+            SELECT i % 500 + 1, 'approved' FROM generate_series(1, 2000) AS i"""
+    )
+    await db.execute(f'ANALYZE "{schema}".jobs')
+    await db.execute(f'ANALYZE "{schema}".job_signals')
+    q = queries(schema)
+    for sql, args, index in [
+        (q.children_wait, [7, [8], "w", 1, None], "jobs_spawned_by_idx"),
+        (q.job_children, [7, 100], "jobs_spawned_by_idx"),
+        (q.signal_wait, [7, "approved", 2, None, None], "job_signals_job_idx"),
+        (q.wake, [100, None], "jobs_wake_idx"),
+    ]:
+        plan = "\n".join(r[0] for r in await db.fetch("EXPLAIN (COSTS OFF) " + sql, *args))
+        assert index in plan, plan
+        assert "Seq Scan on jobs" not in plan, plan
+        assert "Seq Scan on job_signals" not in plan, plan

@@ -30,9 +30,10 @@ CREATE INDEX job_signals_job_idx ON {schema}.job_signals (job_id, name, id);
 --   a child that ended: its waiting parent counts it; at the last one the parent is
 --     pending again, due at once. A child that failed or was cancelled (its on_failure
 --     'cancel', the default; 'continue' counts it as done) cancels the parent instead.
---   a parent waiting for children that was cancelled (or failed): its children that
---     have not ended are cancelled, and those running asked to stop; theirs in turn,
---     one trigger level down.
+--   a parent that has spawned children (children_left is not NULL: ctx.spawn sets it)
+--     and ends cancelled or failed, waiting for them or still running: its children
+--     that have not ended are cancelled, and those running asked to stop; theirs in
+--     turn, one trigger level down.
 -- Parents are locked in id order, as children ending in two transactions at once both
 -- update them. As workflow_step's (migration 0023), the trigger's WHEN clause lets
 -- through only the first such row of a statement, so that the function runs once per
@@ -51,11 +52,13 @@ BEGIN
                    AND n.status IN ('completed', 'failed', 'cancelled')
                    AND o.status NOT IN ('completed', 'failed', 'cancelled')),
                array_agg(n.id) FILTER (WHERE n.children_left IS NOT NULL
-                   AND o.status = 'waiting' AND n.status IN ('failed', 'cancelled'))
+                   AND o.status NOT IN ('completed', 'failed', 'cancelled')
+                   AND n.status IN ('failed', 'cancelled'))
         FROM new_rows AS n JOIN old_rows AS o ON o.id = n.id
         WHERE (n.spawned_by IS NOT NULL AND o.status IS DISTINCT FROM n.status
                AND n.status IN ('completed', 'failed', 'cancelled'))
-           OR (n.children_left IS NOT NULL AND o.status = 'waiting'
+           OR (n.children_left IS NOT NULL
+               AND o.status NOT IN ('completed', 'failed', 'cancelled')
                AND n.status IN ('failed', 'cancelled'))
     $q$ INTO parents, stopped;
 
@@ -145,7 +148,8 @@ CREATE TRIGGER jobs_spawn_step
     FOR EACH ROW
     WHEN (((NEW.spawned_by IS NOT NULL AND OLD.status IS DISTINCT FROM NEW.status
            AND NEW.status IN ('completed', 'failed', 'cancelled'))
-          OR (NEW.children_left IS NOT NULL AND OLD.status = 'waiting'
+          OR (NEW.children_left IS NOT NULL
+              AND OLD.status NOT IN ('completed', 'failed', 'cancelled')
               AND NEW.status IN ('failed', 'cancelled')))
           AND current_setting('jobqueue.spawn_step', true) IS DISTINCT FROM NEW.cmin::text
           AND set_config('jobqueue.spawn_step', NEW.cmin::text, true) IS NOT NULL)
