@@ -101,6 +101,39 @@ def test_the_api_serves_as_the_api_role(
     assert "permission denied" not in api.output, api.output
 
 
+def test_durable_jobs_run_as_the_worker_role_and_are_signalled_as_the_api_role(
+    env: dict[str, str], spawn: Spawn, make_role: MakeRole
+) -> None:
+    """Steps, a wait for a signal, children spawned and waited for (the trigger that
+    releases their parent runs as the worker role), and the signal sent through the
+    API as the api role: no privilege is missing."""
+    _, worker_dsn = make_role("worker")
+    _, api_dsn = make_role("api")
+    durable = {**env, "JOBQUEUE_APP": "durable_app:jq"}
+    api = spawn(["api", "--no-migrate"], {**durable, "DATABASE_URL": api_dsn}, name="api")
+    base = f"http://127.0.0.1:{env['PORT']}"
+    api.wait_http(base)
+    worker = spawn(["worker", "--no-migrate"], {**durable, "DATABASE_URL": worker_dsn})
+    with httpx.Client(base_url=base) as client:
+        order = {"type": "order_flow", "payload": {"order": 3, "items": ["a", "b"]}}
+        job_id = client.post("/jobs", json=order).json()["id"]
+        deadline = time.monotonic() + 30
+        while client.get(f"/jobs/{job_id}").json()["status"] != "waiting":
+            assert time.monotonic() < deadline, worker.output
+            time.sleep(0.05)
+        sent = client.post("/signals", json={"name": "approved", "job_id": job_id,
+                                              "payload": {"by": "ana"}})  # fmt: skip
+        assert sent.status_code == 201, (sent.text, api.output)
+        done = client.get(f"/jobs/{job_id}", params={"wait": 30}, timeout=40).json()
+        assert done["status"] == "completed", (done, worker.output)
+        assert done["result"]["boxes"] == ["box-a", "box-b"]
+    assert worker.stop() == 0
+    assert api.stop() == 0
+    for output in (worker.output, api.output):
+        for trouble in ("permission denied", "InsufficientPrivilege"):
+            assert trouble not in output, output
+
+
 async def enqueue(dsn: str, schema: str, jobs: list[tuple[str, str, str | None]]) -> list[int]:
     """Jobs inserted as the schema's owner: (type, payload, unique key)."""
     conn = await asyncpg.connect(dsn)
