@@ -24,6 +24,8 @@ from tests.integration.conftest import StartWorker
 
 pytestmark = pytest.mark.anyio
 
+KEPT_SIGNALS = 'SELECT name FROM "{schema}".job_signals WHERE job_id = $1'
+
 
 async def until_status(jq: JobQueue, job_id: int, status: JobStatus, seconds: float = 15) -> Job:
     """The job once it is in ``status``: woken by the done channel for a final state,
@@ -291,6 +293,11 @@ async def test_a_signal_sent_before_the_wait_and_one_after_both_arrive(
     with pytest.raises(SignalRefused) as missing:
         await jq.signal(10**12, "approved")
     assert not missing.value.ended
+    # Signals go with their job.
+    store = await jq.store()
+    assert len(await store.db.fetch(KEPT_SIGNALS.format(schema=store.schema), job.id)) == 2
+    await jq.delete_job(job.id)
+    assert await store.db.fetch(KEPT_SIGNALS.format(schema=store.schema), job.id) == []
 
 
 async def test_a_signal_wait_times_out(jq: JobQueue, start_worker: StartWorker) -> None:
