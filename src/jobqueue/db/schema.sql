@@ -489,11 +489,13 @@ BEGIN
                    AND n.status IN ('completed', 'failed', 'cancelled')
                    AND o.status NOT IN ('completed', 'failed', 'cancelled')),
                array_agg(n.id) FILTER (WHERE n.children_left IS NOT NULL
-                   AND o.status = 'waiting' AND n.status IN ('failed', 'cancelled'))
+                   AND o.status NOT IN ('completed', 'failed', 'cancelled')
+                   AND n.status IN ('failed', 'cancelled'))
         FROM new_rows AS n JOIN old_rows AS o ON o.id = n.id
         WHERE (n.spawned_by IS NOT NULL AND o.status IS DISTINCT FROM n.status
                AND n.status IN ('completed', 'failed', 'cancelled'))
-           OR (n.children_left IS NOT NULL AND o.status = 'waiting'
+           OR (n.children_left IS NOT NULL
+               AND o.status NOT IN ('completed', 'failed', 'cancelled')
                AND n.status IN ('failed', 'cancelled'))
     $q$ INTO parents, stopped;
 
@@ -1571,7 +1573,7 @@ CREATE TRIGGER jobs_notify_inserted AFTER INSERT ON jobqueue.jobs REFERENCING NE
 -- Name: jobs jobs_spawn_step; Type: TRIGGER; Schema: jobqueue; Owner: -
 --
 
-CREATE TRIGGER jobs_spawn_step AFTER UPDATE ON jobqueue.jobs REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH ROW WHEN (((((new.spawned_by IS NOT NULL) AND (old.status IS DISTINCT FROM new.status) AND (new.status = ANY (ARRAY['completed'::text, 'failed'::text, 'cancelled'::text]))) OR ((new.children_left IS NOT NULL) AND (old.status = 'waiting'::text) AND (new.status = ANY (ARRAY['failed'::text, 'cancelled'::text])))) AND (current_setting('jobqueue.spawn_step'::text, true) IS DISTINCT FROM (new.cmin)::text) AND (set_config('jobqueue.spawn_step'::text, (new.cmin)::text, true) IS NOT NULL))) EXECUTE FUNCTION jobqueue.spawn_step();
+CREATE TRIGGER jobs_spawn_step AFTER UPDATE ON jobqueue.jobs REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH ROW WHEN (((((new.spawned_by IS NOT NULL) AND (old.status IS DISTINCT FROM new.status) AND (new.status = ANY (ARRAY['completed'::text, 'failed'::text, 'cancelled'::text]))) OR ((new.children_left IS NOT NULL) AND (old.status <> ALL (ARRAY['completed'::text, 'failed'::text, 'cancelled'::text])) AND (new.status = ANY (ARRAY['failed'::text, 'cancelled'::text])))) AND (current_setting('jobqueue.spawn_step'::text, true) IS DISTINCT FROM (new.cmin)::text) AND (set_config('jobqueue.spawn_step'::text, (new.cmin)::text, true) IS NOT NULL))) EXECUTE FUNCTION jobqueue.spawn_step();
 
 --
 -- Name: jobs jobs_unique_keys; Type: TRIGGER; Schema: jobqueue; Owner: -
