@@ -14,11 +14,12 @@ parent's ``wait_for`` returns a ChildFailed in its place.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jobqueue import observability
-from jobqueue.durable.steps import NOT_RECORDED, AttemptLost, Suspended
+from jobqueue.durable.steps import NOT_RECORDED, Suspended
 from jobqueue.model.steps import SPAWN
 from jobqueue.observability import trace_context
 
@@ -62,12 +63,9 @@ async def spawn(run: DurableRun, jobs: Iterable[Any], on_failure: str) -> list[i
             claim=job.claim,
         )  # fmt: skip
         if not held:  # raised inside: the transaction rolls back, no child is stored
-            raise AttemptLost(
-                f"job {job.id}'s attempt {job.attempt} is no longer this worker's: "
-                f"its children ({step!r}) were not stored"
-            )
+            raise run.lost(f"its children ({step!r}) were not stored")
         await tx.step_record(
-            job_id=job.id, name=step, result=_ids(ids), worker_id=durable.worker_id,
+            job_id=job.id, name=step, result=json.dumps(ids), worker_id=durable.worker_id,
             claim=job.claim,
         )  # fmt: skip
     if rows:
@@ -91,10 +89,7 @@ async def wait_for(run: DurableRun, children: Sequence[int]) -> list[Any]:
     if found.status is not None:  # waiting now, or cancelled by a child's failure
         raise Suspended(found.status, "children")
     if not found.held:
-        raise AttemptLost(
-            f"job {job.id}'s attempt {job.attempt} is no longer this worker's: "
-            "it did not wait for its children"
-        )
+        raise run.lost("it did not wait for its children")
     ended = {c.id: c for c in await durable.store.children_results(job_id=job.id, children=ids)}
     results: list[Any] = []
     for child_id in ids:
@@ -130,10 +125,6 @@ def _rows(run: DurableRun, jobs: Iterable[Any]) -> list[JobRow]:
         except ValueError as exc:
             raise ValueError(f"spawn: jobs[{i}]: {exc}") from None
     return rows
-
-
-def _ids(ids: list[int]) -> str:
-    return "[" + ",".join(map(str, ids)) + "]"
 
 
 def _child_id(value: object) -> int:

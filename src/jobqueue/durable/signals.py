@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from jobqueue import results
-from jobqueue.durable.steps import NOT_RECORDED, AttemptLost, Suspended
+from jobqueue.durable.steps import NOT_RECORDED, Suspended
 from jobqueue.model.steps import SIGNAL
 
 if TYPE_CHECKING:
@@ -95,10 +95,7 @@ async def wait_for_signal(run: DurableRun, name: str, timeout: float | None) -> 
         held = await tx.signal_hold(job_id=job.id, worker_id=durable.worker_id, claim=job.claim)
         got = await tx.signal_wait(job_id=job.id, name=name, nth=nth, until=until) if held else None
     if got is None:
-        raise AttemptLost(
-            f"job {job.id}'s attempt {job.attempt} is no longer this worker's: "
-            f"it did not wait for the signal {name!r}"
-        )
+        raise run.lost(f"it did not wait for the signal {name!r}")
     if got.found:
         return got.payload
     if got.status is not None:

@@ -137,10 +137,7 @@ class DurableRun:
             claim=self.job.claim,
         )  # fmt: skip
         if not held:
-            raise AttemptLost(
-                f"job {self.job.id}'s attempt {self.job.attempt} is no longer this "
-                f"worker's: step {name!r} was not recorded"
-            )
+            raise self.lost(f"step {name!r} was not recorded")
         return None if text is None else json.loads(text)
 
     async def checkpoint(self, value: Any) -> None:
@@ -152,10 +149,7 @@ class DurableRun:
             claim=self.job.claim,
         )  # fmt: skip
         if not saved:
-            raise AttemptLost(
-                f"job {self.job.id}'s attempt {self.job.attempt} is no longer this "
-                "worker's: its checkpoint was not saved"
-            )
+            raise self.lost("its checkpoint was not saved")
         self.checkpoint_text = text
 
     async def step(
@@ -199,6 +193,13 @@ class DurableRun:
         until = datetime.fromisoformat(found)
         if until > datetime.now(UTC):
             raise Waiting(until)
+
+    def lost(self, what: str) -> AttemptLost:
+        """The error of a write the fence refused: ``what`` did not happen."""
+        job = self.job
+        return AttemptLost(
+            f"job {job.id}'s attempt {job.attempt} is no longer this worker's: {what}"
+        )
 
     def blocking(self, coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
