@@ -216,11 +216,12 @@ class Process:
         module: str = "jobqueue",
         cwd: Path | None = None,
         prefix: Sequence[str] = (),
+        python: str = sys.executable,
     ) -> None:
         self.log_path = log
         self._log = log.open("wb")
         self.popen = subprocess.Popen(
-            [*prefix, sys.executable, "-m", module, *args],
+            [*prefix, python, "-m", module, *args],
             env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -285,10 +286,12 @@ def fetch(dsn: str, sql: str, *args: object) -> list[asyncpg.Record]:
     return asyncio.run(go())
 
 
-def jobqueue(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    """``jobqueue ARGS`` run to its end, its output captured."""
+def jobqueue(
+    env: dict[str, str], *args: str, python: str = sys.executable
+) -> subprocess.CompletedProcess[str]:
+    """``jobqueue ARGS`` run to its end by ``python``, its output captured."""
     return subprocess.run(
-        [sys.executable, "-m", "jobqueue", *args],
+        [python, "-m", "jobqueue", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -311,9 +314,10 @@ def spawn(tmp_path: Path) -> Iterator[Spawn]:
         module: str = "jobqueue",
         cwd: Path | None = None,
         prefix: Sequence[str] = (),
+        python: str = sys.executable,
     ) -> Process:
         log = tmp_path / f"{name}-{len(started)}.log"
-        proc = Process(args, env, log, module=module, cwd=cwd, prefix=prefix)
+        proc = Process(args, env, log, module=module, cwd=cwd, prefix=prefix, python=python)
         started.append(proc)
         return proc
 

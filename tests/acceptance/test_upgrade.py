@@ -1,21 +1,23 @@
 """The upgrade rule (CHANGELOG.md): the processes of the previous release keep working
 while this release's migrations are applied, and beside this release's processes.
 
-The previous release is the newest `v*` tag before this commit, its code taken from
-this repository's history (`git archive`) and run on this checkout's dependencies
-(PYTHONPATH first): a release that changed its dependencies would need a virtualenv of
-its own. Until a release is tagged before this commit, the previous release is this
-commit itself."""
+The previous release is the newest `v*` tag before this commit. It is installed from a
+git worktree at that tag into a virtualenv of its own, as a user's deployment holds it:
+its own package, version and metadata. Nothing is fetched to build it: the build uses
+this checkout's setuptools (the dev extra) and the release runs on this checkout's
+dependencies, which that virtualenv sees through a .pth file; a release that changed its
+dependencies would need them installed there instead. Until a release is tagged before
+this commit, the previous release is this commit itself."""
 
 from __future__ import annotations
 
-import os
+import site
 import subprocess
 import sys
-import tarfile
 import threading
 import time
 import uuid
+import venv
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -29,13 +31,13 @@ from tests.conftest import Process, Spawn, fetch, free_port, jobqueue
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def git(*args: str) -> str:
+    return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
+                          check=True).stdout.strip()  # fmt: skip
+
+
 def previous_release() -> str:
     """The newest release tag reachable from HEAD that is not HEAD's own; else HEAD."""
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True,
-                              text=True, check=True).stdout.strip()  # fmt: skip
-
     head = git("rev-parse", "HEAD")
     for tag in git("tag", "--merged", "HEAD", "--list", "v*", "--sort=-v:refname").split():
         if git("rev-list", "-n", "1", tag) != head:
@@ -43,15 +45,28 @@ def previous_release() -> str:
     return head
 
 
-def checked_out(revision: str, into: Path) -> Path:
-    """``revision``'s src/ under ``into``."""
-    archive = into / "previous.tar"
-    with archive.open("wb") as out:
-        subprocess.run(["git", "-C", str(ROOT), "archive", revision, "src"], stdout=out,
-                       check=True)  # fmt: skip
-    with tarfile.open(archive) as tar:
-        tar.extractall(into, filter="data")
-    return into / "src"
+def installed(revision: str, into: Path) -> str:
+    """The python of a new virtualenv under ``into`` holding ``revision``'s jobqueue,
+    installed from a git worktree at it (removed once installed)."""
+    tree, env = into / "release", into / "venv"
+    venv.create(env, with_pip=False)
+    python = str(env / "bin" / "python")
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    # After its own site-packages: the release's jobqueue comes first.
+    Path(purelib, "dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    git("worktree", "add", "--detach", str(tree), revision)
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "--python", python, "install", "--quiet",
+             "--no-deps", "--no-build-isolation", "--no-index", str(tree)],
+            check=True, capture_output=True, text=True,
+        )  # fmt: skip
+    finally:
+        git("worktree", "remove", "--force", str(tree))
+    return python
 
 
 class Load(threading.Thread):
@@ -84,36 +99,40 @@ class Load(threading.Thread):
 def test_the_previous_release_keeps_working_through_the_upgrade(
     pg_dsn: str, env: dict[str, str], spawn: Spawn, tmp_path: Path
 ) -> None:
-    previous = checked_out(previous_release(), tmp_path)
+    release = previous_release()
+    old = installed(release, tmp_path)
+    where = subprocess.run([old, "-c", "import jobqueue; print(jobqueue.__file__)"],
+                           env=env, capture_output=True, text=True, check=True)  # fmt: skip
+    # The old code runs from its own virtualenv, not from this checkout.
+    assert where.stdout.startswith(str(tmp_path / "venv")), where.stdout
+    version = jobqueue(env, "--version", python=old)
+    assert version.returncode == 0, version.stderr
+    print(f"previous release: {release}, {version.stdout.strip()}")
     schema = f"t_up_{uuid.uuid4().hex[:10]}"
     new_env = {**env, "JOBQUEUE_SCHEMA": schema}
-    old_env = {**new_env, "PYTHONPATH": f"{previous}{os.pathsep}{env['PYTHONPATH']}"}
-    where = subprocess.run([sys.executable, "-c", "import jobqueue; print(jobqueue.__file__)"],
-                           env=old_env, capture_output=True, text=True, check=True)  # fmt: skip
-    assert where.stdout.startswith(str(previous)), where.stdout  # the old code runs there
     try:
-        run_the_upgrade(pg_dsn, schema, old_env, new_env, spawn)
+        run_the_upgrade(pg_dsn, schema, old, new_env, spawn)
     finally:
         fetch(pg_dsn, f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-def run_the_upgrade(
-    dsn: str, schema: str, old_env: dict[str, str], new_env: dict[str, str], spawn: Spawn
-) -> None:
-    migrated = jobqueue(old_env, "migrate")
+def run_the_upgrade(dsn: str, schema: str, old: str, env: dict[str, str], spawn: Spawn) -> None:
+    """``old``: the previous release's python; ``env``: both releases' environment."""
+    migrated = jobqueue(env, "migrate", python=old)
     assert migrated.returncode == 0, migrated.stderr
     fetch(dsn, f'CREATE TABLE "{schema}".ledger {LEDGER_TABLE}')
-    old_base, old_api = start_api(spawn, old_env, "old-api")
-    old_worker = spawn(["worker", "--app", "ledger_app:jq"], old_env, name="old-worker")
+    old_base, old_api = start_api(spawn, env, "old-api", python=old)
+    old_worker = spawn(["worker", "--app", "ledger_app:jq"], env, name="old-worker",
+                       python=old)  # fmt: skip
 
     load = Load()
     load.bases.append(("old", old_base))
     load.start()
     until("the previous release alone, under load", lambda: len(load.ids) >= 50)
-    migrated = jobqueue(new_env, "migrate")  # this release's migrations, under load
+    migrated = jobqueue(env, "migrate")  # this release's migrations, under load
     assert migrated.returncode == 0, migrated.stderr
-    new_base, _ = start_api(spawn, new_env, "new-api")
-    new_worker = spawn(["worker", "--app", "ledger_app:jq"], new_env, name="new-worker")
+    new_base, _ = start_api(spawn, env, "new-api")
+    new_worker = spawn(["worker", "--app", "ledger_app:jq"], env, name="new-worker")
     before_both = max(load.ids, default=0)
     load.bases.append(("new", new_base))
     runner = {old_worker.popen.pid: "old", new_worker.popen.pid: "new"}
@@ -152,9 +171,11 @@ def until(what: str, check: Callable[[], bool], timeout: float = 60) -> None:
         time.sleep(0.05)
 
 
-def start_api(spawn: Spawn, env: dict[str, str], name: str) -> tuple[str, Process]:
+def start_api(
+    spawn: Spawn, env: dict[str, str], name: str, python: str = sys.executable
+) -> tuple[str, Process]:
     port = free_port()
-    api = spawn(["api"], {**env, "PORT": str(port)}, name=name)
+    api = spawn(["api"], {**env, "PORT": str(port)}, name=name, python=python)
     base = f"http://127.0.0.1:{port}"
     api.wait_http(base)
     return base, api
