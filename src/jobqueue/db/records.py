@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from jobqueue.model.options import EnqueueOptions
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen, nor JobRow: see jobqueue.model.job.Job; built for every job enqueued.
+@dataclass(slots=True)
 class JobOptions:
     """A new job's columns but its payload: checked, with its task's defaults filled in."""
 
@@ -24,7 +25,7 @@ class JobOptions:
     delay_seconds: float | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class JobRow(JobOptions):
     """A new job's row: its options and its payload as JSON text (an application's own
     connection has no jsonb codec, so the text is what every connection kind takes)."""

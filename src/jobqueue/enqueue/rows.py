@@ -55,7 +55,9 @@ class Rows:
         """The row of a job enqueued from Python, every option checked (ValueError naming
         the field; TypeError naming a keyword that is no option). ``trace``: the trace
         context to record (observability/trace_context.py)."""
-        return self._row(type, payload, options, trace, *_check(options))
+        # No options, as most enqueues give: nothing to check, no tags nor metadata.
+        tags, meta = _check(options) if options else (None, None)
+        return self._row(type, payload, options, trace, tags, meta)
 
     def row_of(self, spec: NewJob, trace: str | None = None) -> JobRow:
         """The row of a job POST /jobs described: pydantic has checked its options by the
@@ -180,9 +182,9 @@ class Rows:
         task = self._tasks.get(type)
         if task is not None and task.payload_type is not None:
             payload = task.dump({} if payload is None else payload)
-        elif payload is None:
+        elif payload is None or (payload.__class__ is dict and not payload):
             return "{}"
-        else:
+        elif payload.__class__ is not dict:  # a dict needs no check
             fields.check_options(payload=payload)
         try:
             return _JSON.encode(payload)

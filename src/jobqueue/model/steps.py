@@ -79,7 +79,7 @@ class WaitingFor:
 CHILDREN_SHOWN = 100
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(slots=True)  # as Job
 class JobDetail(Job):
     """A job with the steps its handler recorded: what GET /jobs/{id} answers."""
 
