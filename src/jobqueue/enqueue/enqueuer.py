@@ -219,7 +219,7 @@ class Enqueuer:
             # Nothing to share with: insert at once, without a task or a future.
             self._in_flight += 1
             try:
-                return await on_pool(self._store, lambda store: store.enqueue(row=row), self._kept)
+                return (await self._write([row]))[0]
             finally:
                 self._in_flight -= 1
                 self._start_drain()
