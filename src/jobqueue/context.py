@@ -34,7 +34,7 @@ from collections.abc import (
     MutableMapping,
 )
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -168,7 +168,9 @@ class JobContext:
         on. The time is set by the run that first reached this sleep, so a replay does
         not sleep again (docs/durable.md#durable-sleep). Sleeps are named by their order
         in the run: the handler reaches them in the same order on every run."""
-        await self.sleep_until(_after(seconds))
+        from jobqueue.durable.steps import after
+
+        await self.sleep_until(after(seconds))
 
     async def sleep_until(self, when: datetime) -> None:
         """As ``sleep``, until ``when`` (an aware datetime)."""
@@ -310,7 +312,9 @@ class SyncJobContext(JobContext):
 
     def sleep(self, seconds: float) -> None:  # type: ignore[override]
         """As JobContext.sleep."""
-        self.sleep_until(_after(seconds))
+        from jobqueue.durable.steps import after
+
+        self.sleep_until(after(seconds))
 
     def sleep_until(self, when: datetime) -> None:  # type: ignore[override]
         """As JobContext.sleep_until."""
@@ -359,13 +363,6 @@ class SyncJobContext(JobContext):
             index += 1
         if index > start:
             self.checkpoint(index)
-
-
-def _after(seconds: float) -> datetime:
-    """When a sleep of ``seconds`` from now ends."""
-    if not seconds >= 0:
-        raise ValueError(f"seconds must be 0 or more, got {seconds}")
-    return datetime.now(UTC) + timedelta(seconds=seconds)
 
 
 async def _aiter(items: Iterable[T] | AsyncIterable[T]) -> AsyncIterator[T]:

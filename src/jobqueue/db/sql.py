@@ -91,12 +91,12 @@ class Queries:
     job_attempts: str
     job_children: str
     job_delete: str
+    job_detail: str
     job_labels_count: str
     job_log_append: str
     job_log_size: str
     job_run_now: str
     job_steps: str
-    job_waits: str
     job_type_put: str
     job_type_remove: str
     job_types_list: str

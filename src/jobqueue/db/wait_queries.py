@@ -9,7 +9,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from jobqueue.db.query_base import QueryBase
-from jobqueue.model.steps import Child, Children
+from jobqueue.model.steps import Child, Children, Step
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobWaits:
+    """What GET /jobs/{id} shows of a durable job besides its row."""
+
+    steps: list[Step]  # in the order they were recorded
+    awaiting: str | None
+    spawned_by: int | None
+    has_children: bool
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -84,13 +94,17 @@ class WaitQueries(QueryBase):
             first["total"], first["ended"], [Child(r["id"], r["type"], r["status"]) for r in rows]
         )
 
-    async def job_waits(self, *, job_id: int) -> tuple[str | None, int | None, bool]:
-        """What the job waits for (its ``awaiting``), the job that spawned it, and
-        whether it has spawned children."""
-        r = await self.db.fetchrow(self._q.job_waits, job_id)
-        if r is None:
-            return None, None, False
-        return r["awaiting"], r["spawned_by"], r["children_left"] is not None
+    async def job_detail(self, *, job_id: int) -> JobWaits | None:
+        """The job's recorded steps, what it waits for (its ``awaiting``), the job that
+        spawned it and whether it has spawned children, read at once; None: no such job."""
+        rows = await self.db.fetch(self._q.job_detail, job_id)
+        if not rows:
+            return None
+        first = rows[0]
+        steps = [] if first["name"] is None else [Step.from_record(r) for r in rows]
+        return JobWaits(
+            steps, first["awaiting"], first["spawned_by"], first["children_left"] is not None
+        )
 
     async def signal_send(
         self, *, job_id: int, name: str, payload: str | None

@@ -14,9 +14,12 @@ if TYPE_CHECKING:
 
 async def detail(store: Store, job: Job) -> JobDetail:
     """``job`` with its steps, its wait, its parent and its first children."""
-    steps = await store.job_steps(job_id=job.id)
-    awaiting, spawned_by, has_children = await store.job_waits(job_id=job.id)
+    waits = await store.job_detail(job_id=job.id)
+    if waits is None:  # deleted since it was read: as it was, with nothing recorded
+        return JobDetail.of(job, [])
     children = None
-    if has_children:
+    if waits.has_children:
         children = await store.job_children(job_id=job.id, limit=CHILDREN_SHOWN)
-    return JobDetail.of(job, steps, awaiting=awaiting, spawned_by=spawned_by, children=children)
+    return JobDetail.of(
+        job, waits.steps, awaiting=waits.awaiting, spawned_by=waits.spawned_by, children=children
+    )

@@ -11,11 +11,11 @@ time comes, the job waits holding no worker's slot.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from jobqueue import results
-from jobqueue.durable.steps import NOT_RECORDED, Suspended
+from jobqueue.durable.steps import NOT_RECORDED, Suspended, after
 from jobqueue.model.steps import SIGNAL
 
 if TYPE_CHECKING:
@@ -78,15 +78,14 @@ async def wait_for_signal(run: DurableRun, name: str, timeout: float | None) -> 
     """``ctx.wait_for_signal``: the signal's payload; SignalTimeout once its time limit
     has passed; until then Suspended ends the run, the job waiting."""
     check_name(name)
-    if timeout is not None and not timeout >= 0:
-        raise ValueError(f"timeout must be a number of seconds >= 0, got {timeout!r}")
+    # Checked on every run, the first included; a replay keeps the first run's time.
+    until = None if timeout is None else after(timeout, "timeout")
     run.signals += 1
     run.signal_names[name] += 1
     nth = run.signal_names[name]
     step = f"{SIGNAL}{run.signals}"
     found = await run.recall(step)
     if found is NOT_RECORDED:
-        until = None if timeout is None else datetime.now(UTC) + timedelta(seconds=timeout)
         wait = {"name": name, "until": None if until is None else until.isoformat()}
         found = await run.record(step, wait)
     until = None if found["until"] is None else datetime.fromisoformat(found["until"])

@@ -22,7 +22,7 @@ import inspect
 import json
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jobqueue import results
@@ -37,6 +37,14 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 NOT_RECORDED = object()
+
+
+def after(seconds: float, what: str = "seconds") -> datetime:
+    """When a wait of ``seconds`` from now ends (ctx.sleep, a signal's timeout);
+    ValueError naming ``what`` for a negative or NaN number."""
+    if not seconds >= 0:
+        raise ValueError(f"{what} must be 0 or more, got {seconds!r}")
+    return datetime.now(UTC) + timedelta(seconds=seconds)
 
 
 class Waiting(BaseException):  # not an error: the run ends here, on purpose
