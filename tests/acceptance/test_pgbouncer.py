@@ -123,7 +123,10 @@ async def test_serve_through_pgbouncer_in_transaction_mode(
 
     counts = dict(await db.fetch(f'SELECT status, count(*) FROM "{schema}".jobs GROUP BY status'))
     assert counts == {"completed": 355}
-    output = server.output
+    # A test server may run with autovacuum off, which the leader rightly warns of
+    # (docs/retention.md#vacuum): that warning alone is not a problem here.
+    lines = server.output.splitlines()
+    output = "\n".join(line for line in lines if "autovacuum is off" not in line)
     for problem in ("prepared statement", "Traceback", "[error", "[warning"):
         assert problem not in output, output
 

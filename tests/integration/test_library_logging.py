@@ -68,8 +68,10 @@ def run_app(env: dict[str, str], setup: str = "", **more: str) -> subprocess.Com
 def test_the_worker_and_its_migrations_write_nothing_on_stdout(fresh_env: dict[str, str]) -> None:
     done = run_app(fresh_env)
     assert done.stdout == "the application's own output\n"
-    # No logging set up: Python's last resort prints warnings, and there were none.
-    assert done.stderr == ""
+    # No logging set up: Python's last resort prints warnings, and there were none but
+    # that of a test server whose autovacuum is off, if it is.
+    lines = done.stderr.splitlines()
+    assert [line for line in lines if not line.startswith("autovacuum is off")] == []
 
 
 def test_the_applications_handlers_get_the_lines_at_their_levels(
@@ -90,4 +92,6 @@ def test_the_applications_handlers_get_the_lines_at_their_levels(
 
     quieter = run_app(fresh_env, BASIC, JOBQUEUE_LOG_LEVEL="warning")
     assert quieter.stdout == "the application's own output\n"
-    assert [line for line in quieter.stderr.splitlines() if "jobqueue" in line] == []
+    # But for the warning of a test server whose autovacuum is off, if it is.
+    logged = [line for line in quieter.stderr.splitlines() if "jobqueue" in line]
+    assert [line for line in logged if "autovacuum is off" not in line] == []

@@ -86,6 +86,12 @@ class ProcessQueries(QueryBase):
         row = await self.db.fetchrow(self._q.leader_due, self.clock.now())
         return row["schedule_in"], row["wake_in"]
 
+    async def vacuum_reach(self) -> tuple[bool, list[str]]:
+        """Whether the server runs autovacuum, and the schema's tables that turn it off
+        for themselves."""
+        row = await self.db.fetchrow(self._q.vacuum_reach)
+        return row["server_on"], list(row["tables_off"])
+
     async def rescue(self, *, limit: int) -> list[Rescued]:
         """Return up to ``limit`` jobs whose lease expired to the queue (or end them)."""
         rows = await self.db.fetch(self._q.rescue, limit, self.clock.now())

@@ -174,6 +174,7 @@ class Queries:
     tokens_list: str
     unique_holder: str
     unique_keys_expire: str
+    vacuum_reach: str
     wake: str
     worker_heartbeat: str
     worker_register: str

@@ -4,7 +4,8 @@ Every worker process runs a Leader, which competes for the lead. Each interval i
 claims or renews the leader row for three intervals; the process that holds it runs
 the rescuer, the schedules and the waking of durable sleeps (on a loop of their own,
 to the second), priority aging, retention, the folding of the queue counters'
-changes, the expiry of idempotency keys and the dashboard's per-minute series. A
+changes, the expiry of idempotency keys and the dashboard's per-minute series; and,
+once per process, it warns if autovacuum cannot reach the tables (vacuum.py). A
 leader that dies or freezes stops renewing, and another process takes over within
 three intervals.
 Two processes that both believe they lead for a moment do no harm: rescuing,
@@ -29,6 +30,7 @@ from jobqueue.maintenance.rescuer import Rescuer
 from jobqueue.maintenance.retention import Retention
 from jobqueue.maintenance.series import Series
 from jobqueue.maintenance.sleepers import Sleepers
+from jobqueue.maintenance.vacuum import VacuumCheck
 from jobqueue.schedules import runner
 from jobqueue.schedules.runner import ScheduleRunner
 
@@ -75,6 +77,7 @@ class Leader:
         self.idempotency = IdempotencyExpiry(store)
         self.series = Series(store)
         self.sleepers = Sleepers(store)
+        self.vacuum = VacuumCheck(store)
         self.is_leader = False
         self.signals = LeaderSignals()
 
@@ -109,6 +112,7 @@ class Leader:
                     else "Another process leads maintenance now"
                 )
             if self.is_leader:
+                await self.vacuum.run_once()
                 await self.rescuer.run_once()
                 await self.aging.run_if_due()
                 await self.retention.run_if_due()
