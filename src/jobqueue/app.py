@@ -307,8 +307,11 @@ class JobQueue(Connected):
         if not batch.payloads:
             return []
         trace = trace_context.recorded(bulk=True)
-        ids = await self._database.write(conn, lambda store: insert_many(store, batch, trace))
-        observability.enqueued([batch.options], len(ids))
+        ids, created = await self._database.write(
+            conn, lambda store: insert_many(store, batch, trace)
+        )
+        # A job whose unique key was taken is not counted: it was not stored.
+        observability.enqueued([batch.options], len(ids) if created is None else sum(created))
         if self.after_enqueue is not None and conn is None:
             await self.after_enqueue()
         return ids
@@ -331,11 +334,14 @@ class JobQueue(Connected):
             return []
         uniques = [UniqueKey.of(s.unique_key, s.unique_for, s.on_conflict) for s in specs]
         if any(uniques):
-            ids = await self._database.write(conn, lambda store: insert_batch(store, rows, uniques))
+            ids, created = await self._database.write(
+                conn, lambda store: insert_batch(store, rows, uniques)
+            )
+            stored = [row for row, new in zip(rows, created, strict=True) if new]
         else:
             jobs = await self._database.write(conn, lambda store: store.enqueue_rows(rows=rows))
-            ids = [job.id for job in jobs]
-        observability.enqueued(rows)
+            ids, stored = [job.id for job in jobs], rows
+        observability.enqueued(stored)  # not those whose unique key was taken
         return ids
 
     # -- reading jobs --------------------------------------------------------------

@@ -421,3 +421,26 @@ def test_metrics_off_is_a_404_and_a_bad_or_taken_port_one_line(
         f"jobqueue: error: JOBQUEUE_METRICS_PORT: cannot listen on 127.0.0.1:{port}: "
         "Address already in use"
     ]
+
+
+def test_a_job_whose_unique_key_was_taken_is_not_counted_as_enqueued(
+    pg_dsn: str, schema: str, env: dict[str, str], spawn: Spawn
+) -> None:
+    api = spawn(["api"], env, "api")
+    base = f"http://127.0.0.1:{env['PORT']}"
+    api.wait_http(base)
+    daily = {"type": "report", "payload": {}, "unique_key": "daily"}
+    assert httpx.post(f"{base}/jobs", json=daily).status_code == 201
+    assert httpx.post(f"{base}/jobs", json=daily).status_code == 200  # the holder answers
+    weekly = {"type": "report", "payload": {}, "unique_key": "weekly"}
+    plain = {"type": "report", "payload": {}}
+    # The first key is taken; the second is taken by the job before it in the batch.
+    answer = httpx.post(f"{base}/jobs/batch", json={"jobs": [daily, weekly, weekly, plain]})
+    assert answer.status_code == 201, answer.text
+    ids = answer.json()["ids"]
+    assert ids[0] != ids[1] == ids[2] != ids[3]
+
+    [stored] = asyncio.run(query(pg_dsn, f'SELECT count(*) FROM "{schema}".jobs'))
+    assert stored[0] == 3
+    scrape = Scrape(f"{base}/metrics")
+    assert scrape.total("jobqueue_jobs_enqueued_total") == 3

@@ -153,12 +153,14 @@ async def insert(
     return await insert_unique(store, row, unique.key, unique.hold)
 
 
-async def insert_many(store: Store, batch: Batch, trace: str | None) -> list[int]:
+async def insert_many(
+    store: Store, batch: Batch, trace: str | None
+) -> tuple[list[int], list[bool] | None]:
     """``enqueue_many``'s jobs: one statement for all, or, where some have unique keys,
-    as ``insert_batch`` stores them."""
+    as ``insert_batch`` stores them. Their ids, and which were stored (None: all)."""
     if batch.uniques is not None:
         return await insert_batch(store, batch.rows(trace), batch.uniques)
-    return await store.enqueue_payloads(
+    ids = await store.enqueue_payloads(
         options=batch.options,
         payloads=batch.payloads,
         trace=trace,
@@ -166,17 +168,20 @@ async def insert_many(store: Store, batch: Batch, trace: str | None) -> list[int
         tags=batch.tags,
         meta=batch.meta,
     )
+    return ids, None
 
 
 async def insert_batch(
     store: Store, rows: Sequence[JobRow], uniques: Sequence[UniqueKey | None]
-) -> list[int]:
+) -> tuple[list[int], list[bool]]:
     """A batch of which some jobs have unique keys, all or none, in one transaction:
     the others in one statement, each keyed one as ``insert`` stores it (the holder's
     id where its key is taken, as it is or changed by its ``on_conflict``); the ids in
-    the batch's order. Two jobs of the batch with one key meet as two enqueues would,
+    the batch's order, and whether each job was stored (False: its key's holder
+    answered for it). Two jobs of the batch with one key meet as two enqueues would,
     the later one seeing the earlier."""
-    ids: list[int | None] = [None] * len(rows)
+    ids = [0] * len(rows)
+    created = [True] * len(rows)
     async with store.atomic() as tx:
         plain = [i for i, u in enumerate(uniques) if u is None]
         if plain:
@@ -185,8 +190,9 @@ async def insert_batch(
                 ids[i] = job.id
         for i, unique in enumerate(uniques):
             if unique is not None:
-                ids[i] = (await insert(tx, rows[i], unique))[0].id
-    return [i for i in ids if i is not None]
+                job, created[i] = await insert(tx, rows[i], unique)
+                ids[i] = job.id
+    return ids, created
 
 
 async def insert_unique(
