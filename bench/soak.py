@@ -26,6 +26,7 @@ import csv
 import json
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -99,9 +100,13 @@ def main() -> int:
         "JOBQUEUE_LOG_LEVEL": "error",  # a retried job is a warning: 25 a second here
         "PYTHONPATH": f"{BENCH}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
     }
+    # SIGTERM (a timeout, a CI's cancel) ends the soak as Ctrl-C does: through the
+    # finally below, which stops the processes it started and drops its schema.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     subprocess.run([*JOBQUEUE, "migrate"], env=env, check=True, stdout=subprocess.DEVNULL)
-    port, processes = started(env)
+    processes: list[Process] = []
     try:
+        port = started(env, processes)
         return asyncio.run(soak(dsn, schema, port, processes, args))
     finally:
         for process in processes:
@@ -116,11 +121,12 @@ def main() -> int:
 JOBQUEUE = [sys.executable, "-m", "jobqueue"]
 
 
-def started(env: dict[str, str]) -> tuple[int, list[Process]]:
-    """The API process (its port) and the worker processes, each serving its metrics."""
+def started(env: dict[str, str], processes: list[Process]) -> int:
+    """The API process's port; it and the worker processes, each serving its metrics,
+    are added to ``processes`` as they start."""
     port = free_port()
     api = subprocess.Popen([*JOBQUEUE, "api"], env={**env, "PORT": str(port)})
-    processes = [Process("api", api, f"http://127.0.0.1:{port}/metrics")]
+    processes.append(Process("api", api, f"http://127.0.0.1:{port}/metrics"))
     for i in range(WORKERS):
         metrics = free_port()
         command = [
@@ -133,7 +139,7 @@ def started(env: dict[str, str]) -> tuple[int, list[Process]]:
         ]
         worker = subprocess.Popen(command, env=env)
         processes.append(Process(f"worker{i + 1}", worker, f"http://127.0.0.1:{metrics}/metrics"))
-    return port, processes
+    return port
 
 
 async def soak(
