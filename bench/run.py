@@ -685,7 +685,9 @@ def flat(figures: dict[str, Any]) -> dict[str, Any]:
 
 
 def label(key: str) -> str:
-    if key.endswith(("_ms", "_mib", "_us_per_job", "_ratio", "_seconds")):
+    units = ("_ms", "_mib", "_us_per_job", "_ratio", "_seconds")
+    # A figure of the TypeScript worker ends in _ts after its unit.
+    if key.endswith(units) or key.removesuffix("_ts").endswith(units):
         return key
     if key.startswith("connections_"):
         return f"{key} (server connections)"
