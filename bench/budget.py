@@ -102,6 +102,8 @@ MARK = "/* budget */"
 QUIET_SECONDS = 3600.0
 RETRY_DELAY = 0.3  # the retried job's wait: the failure is written long before it ends
 CHILDREN = 10  # per workflow
+HTTP_QUEUE = "http"  # a queue the budget's Python worker does not serve
+HTTP_BATCH = 50  # jobs per claim over HTTP, as bench/http_workers.py's workers take them
 # Times a workload is measured while a pool opens a connection during it, or one of its
 # connections runs a statement with an array type it has not seen: a pool of the worker
 # or the API opens its second and later connections when two of its tasks first want
@@ -153,6 +155,10 @@ WORKLOADS = (
     Workload("enqueue_bulk", "", "{n} jobs by jq.enqueue_many() calls of 1,000", 1000, 5000),
     Workload("enqueue_http", "api", "{n} POST /jobs to `jobqueue api`, one after another on "
              "one keep-alive connection", 50, 500, 200),
+    Workload("http_work", "api", "{n} no-op jobs worked over HTTP through `jobqueue api` "
+             f"(docs/http-workers.md): POST /claims of up to {HTTP_BATCH}, each carrying the "
+             "outcomes of the jobs the claim before it handed out, as the clients' workers "
+             "send them", 2 * HTTP_BATCH, 1000, 500),
     Workload("drain", "worker", "{n} no-op jobs, pending in a paused queue, drained from its "
              "resume by the Worker as bench/jobqueue_runner.py runs it (WORKER_COUNT 1000, "
              "claims of up to 500)", 500, 2000, 1000, batched=True),
@@ -431,6 +437,39 @@ async def enqueue_http(s: Session, n: int, meter: Meter | None, out: dict[str, f
     return n
 
 
+async def http_work(s: Session, n: int, meter: Meter | None, out: dict[str, float]) -> int:
+    await s.empty()
+    for start in range(0, n, 1000):
+        await s.helper.enqueue_many("noop", [{}] * min(1000, n - start), queue=HTTP_QUEUE)
+    await s.analyze()
+    async with s.measured(meter, out):
+        await work_over_http(s.api_port, n)
+    return n
+
+
+async def work_over_http(port: int, jobs: int) -> None:
+    """A worker over HTTP at its leanest: each claim carries the previous one's jobs'
+    outcomes (completed, no result), until a claim finds none left."""
+    import httpx
+
+    claim: dict[str, Any] = {"worker": "budget", "queues": [HTTP_QUEUE], "types": ["noop"],
+                             "max": HTTP_BATCH, "wait_seconds": 0}  # fmt: skip
+    done = 0
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=600) as client:
+        outcomes: list[dict[str, Any]] = []
+        while True:
+            answer = await client.post("/claims", json={**claim, "outcomes": outcomes})
+            if answer.status_code != 200:
+                raise RuntimeError(f"POST /claims answered {answer.status_code}: {answer.text}")
+            body = answer.json()
+            done += sum(1 for o in body["outcomes"] if o["ok"])
+            outcomes = [{"lease": job["lease"]} for job in body["jobs"]]
+            if not outcomes:
+                break
+    if done != jobs:
+        raise RuntimeError(f"http_work: {done} of {jobs} jobs completed")
+
+
 async def drain(s: Session, n: int, meter: Meter | None, out: dict[str, float]) -> int:
     await s.empty()
     await s.pause()
@@ -491,6 +530,7 @@ BODIES: dict[str, Callable[[Session, int, Meter | None, dict[str, float]], Await
     "enqueue_concurrent": enqueue_concurrent,
     "enqueue_bulk": enqueue_bulk,
     "enqueue_http": enqueue_http,
+    "http_work": http_work,
     "drain": drain,
     "latency": latency,
     "retry": retry,

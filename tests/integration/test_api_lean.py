@@ -26,7 +26,10 @@ pytestmark = pytest.mark.anyio
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 # What differs between two requests that store a job: its id and times.
-VOLATILE = {"id", "created_at", "updated_at", "run_at", "job_id", "lease", "lease_expires_at"}
+VOLATILE = {"id", "created_at", "updated_at", "run_at", "job_id", "lease"}
+# Times compared by their shape alone ("2026-12-06T21:17:22.696616Z" as
+# "9999-99-99T99:99:99.999999Z"): the lean answers write them without pydantic.
+SHAPED = {"lease_expires_at"}
 # The headers the two ways must agree on.
 HEADERS = ("content-type", "location", "www-authenticate", "retry-after")
 
@@ -92,7 +95,11 @@ def normal(value: Any, tag: str) -> Any:
         if set(value) == {"ids", "count"}:  # a batch: consecutive new ids
             ids = value["ids"]
             return {"ids": [i - ids[0] for i in ids], "count": value["count"]}
-        return {k: normal(v, tag) for k, v in value.items() if k not in VOLATILE}
+        return {
+            k: re.sub(r"\d", "9", v) if k in SHAPED else normal(v, tag)
+            for k, v in value.items()
+            if k not in VOLATILE
+        }
     if isinstance(value, list):
         return [normal(v, tag) for v in value]
     if isinstance(value, str):

@@ -2,11 +2,12 @@
 of jobs, as api/lean.py's middleware serves them: the body validated with the FastAPI
 route's model (ClaimRequest, OutcomesRequest), the token checked for ``jobs:work``, and
 the work done by the routes' own functions (``work_routes.claimed``,
-``work_routes.applied``); the answer encoded by its model (pydantic's JSON, as FastAPI
-encodes a route's response model)."""
+``work_routes.applied``); their answers, plain values in their models' shape, encoded
+as pydantic writes JSON (tests/acceptance/test_http_workers.py compares the two)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel
@@ -20,6 +21,10 @@ from jobqueue.model.tokens import Principal
 from jobqueue.model.tokens import Scope as TokenScope
 
 READ_HEADERS = frozenset((b"content-type", b"authorization"))
+# The answers' JSON as pydantic writes it: compact, UTF-8 as it is. One encoder for
+# every request (json.dumps with options builds a new one each time), with no check for
+# values that hold themselves: they come from the database and from parsed JSON.
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, check_circular=False)
 
 
 class WorkEndpoint:
@@ -46,12 +51,12 @@ class WorkEndpoint:
             text(headers.get(b"authorization")), client, TokenScope.WORK
         )
         answer = await self.run(scope, receive, who, given, client)
-        await respond(send, 200, answer.model_dump_json().encode(), [])
+        await respond(send, 200, _JSON.encode(answer).encode(), [])
         return None
 
     async def run(
         self, scope: Scope, receive: Receive, who: Principal, given: Any, client: str
-    ) -> BaseModel:
+    ) -> dict[str, Any]:
         raise NotImplementedError
 
 
@@ -60,7 +65,7 @@ class Claims(WorkEndpoint):
 
     async def run(
         self, scope: Scope, receive: Receive, who: Principal, given: Any, client: str
-    ) -> BaseModel:
+    ) -> dict[str, Any]:
         # A long poll notices a client gone while it waits: Starlette's check of it.
         gone = Request(scope, receive).is_disconnected
         return await claimed(scope["app"].state.jobqueue, who, given, client, gone)
@@ -71,5 +76,5 @@ class Outcomes(WorkEndpoint):
 
     async def run(
         self, scope: Scope, receive: Receive, who: Principal, given: Any, client: str
-    ) -> BaseModel:
+    ) -> dict[str, Any]:
         return await applied(scope["app"].state.jobqueue, who, given)

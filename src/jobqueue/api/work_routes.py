@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, HTTPException, Request
 
@@ -30,12 +30,10 @@ from jobqueue.api.work_schemas import (
     HeartbeatRequest,
     HeartbeatsAnswer,
     HeartbeatsRequest,
-    LeasedJob,
     LeaseRenewal,
     LogsAnswer,
     LogsRequest,
     Outcome,
-    OutcomeApplied,
     OutcomeIn,
     OutcomesAnswer,
     OutcomesRequest,
@@ -67,7 +65,7 @@ async def claim(
     request: Request,
     who: Annotated[Principal, require(Scope.WORK)],
     order: Annotated[ClaimRequest, Body()],
-) -> ClaimAnswer:
+) -> dict[str, Any]:
     """Up to `max` due jobs of the `queues` (and `types`), best first, each held for
     `lease_seconds`: with nothing due, the answer waits up to `wait_seconds` for one,
     woken as soon as one is enqueued, then is an empty list. A job claimed for a client
@@ -85,9 +83,13 @@ async def claimed(
     order: ClaimRequest,
     client: str,
     gone: Callable[[], Awaitable[bool]],
-) -> ClaimAnswer:
+) -> dict[str, Any]:
     """POST /claims once its request is parsed and its token known (here, and in
-    api/lean_work.py): ``gone`` says whether the client went away."""
+    api/lean_work.py): ``gone`` says whether the client went away. The answer is
+    ClaimAnswer's JSON as plain values: validating its values again, all from the
+    database or the validated request, as 50 LeasedJob models was the largest part of
+    the API's own work per claim (bench/budget.py http_work). FastAPI's route still
+    validates it against ClaimAnswer."""
     for queue in order.queues:
         access.may_control_queue(who, queue)
     types = order.types
@@ -114,29 +116,34 @@ async def claimed(
         ),
         gone,
     )
-    expires = datetime.now(UTC) + timedelta(seconds=lease_seconds)
-    return ClaimAnswer(
-        jobs=[
-            LeasedJob(
-                id=c.job.id,
-                type=c.job.type,
-                queue=c.job.queue,
-                payload=c.job.payload,
-                attempt=c.job.attempt,
-                max_attempts=c.job.max_attempts,
-                lease=str(c.lease),
-                lease_expires_at=expires,
-                trace_id=trace_id_of(c.job.trace),
-                parent_results=None
+    expires = json_time(datetime.now(UTC) + timedelta(seconds=lease_seconds))
+    return {
+        "jobs": [
+            {
+                "id": c.job.id,
+                "type": c.job.type,
+                "queue": c.job.queue,
+                "payload": c.job.payload,
+                "attempt": c.job.attempt,
+                "max_attempts": c.job.max_attempts,
+                "lease": str(c.lease),
+                "lease_expires_at": expires,
+                "trace_id": trace_id_of(c.job.trace),
+                "parent_results": None
                 if c.job.workflow_id is None
                 else {p.ref: p.result for p in c.parent_results},
-                tags=c.job.tags or [],
-                meta=c.job.meta,
-            )
+                "tags": c.job.tags or [],
+                "meta": c.job.meta,
+            }
             for c in claimed
         ],
-        outcomes=reported,
-    )
+        "outcomes": reported,
+    }
+
+
+def json_time(when: datetime) -> str:
+    """A UTC time as pydantic writes it in JSON: ISO 8601, "Z" for UTC."""
+    return when.isoformat().replace("+00:00", "Z")
 
 
 @router.post(
@@ -336,24 +343,24 @@ async def outcomes(
     request: Request,
     who: Annotated[Principal, require(Scope.WORK)],
     given: Annotated[OutcomesRequest, Body()],
-) -> OutcomesAnswer:
+) -> dict[str, Any]:
     """Each outcome applied as `complete` (a `result`) or `fail` (an `error`) would
     apply it, the completions in one statement per worker: those whose lease lost its
     job are refused (`ok` false) and change nothing, the rest are applied."""
     return await applied(jobqueue(request), who, given)
 
 
-async def applied(jq: JobQueue, who: Principal, given: OutcomesRequest) -> OutcomesAnswer:
+async def applied(jq: JobQueue, who: Principal, given: OutcomesRequest) -> dict[str, Any]:
     """POST /outcomes once its request is parsed and its token known (here, and in
-    api/lean_work.py)."""
-    return OutcomesAnswer(outcomes=await apply_outcomes(jq, who, given.outcomes))
+    api/lean_work.py): OutcomesAnswer's JSON as plain values, as a claim's answer is."""
+    return {"outcomes": await apply_outcomes(jq, who, given.outcomes)}
 
 
 async def apply_outcomes(
     jq: JobQueue, who: Principal, outcomes: Sequence[OutcomeIn]
-) -> list[OutcomeApplied]:
+) -> list[dict[str, Any]]:
     """Each outcome applied, fenced by its lease: POST /outcomes, and those a claim
-    carries."""
+    carries; each answered as OutcomeApplied's JSON."""
     items: list[Completion | Failed | Snoozed] = []
     for o in outcomes:
         lease = _parsed(o.lease)
@@ -371,20 +378,11 @@ async def apply_outcomes(
     answers = []
     for o, item in zip(outcomes, items, strict=True):
         status, delay = ended[item.lease]
-        if status is None:
-            answers.append(
-                OutcomeApplied(lease=o.lease, ok=False, id=item.lease.job_id, detail=LOST)
-            )
-        else:
-            answers.append(
-                OutcomeApplied(
-                    lease=o.lease,
-                    ok=True,
-                    id=item.lease.job_id,
-                    status=status,
-                    retry_in_seconds=delay,
-                )
-            )
+        answers.append(
+            {"lease": o.lease, "ok": status is not None, "id": item.lease.job_id,
+             "status": status, "retry_in_seconds": delay,
+             "detail": LOST if status is None else None}
+        )  # fmt: skip
     return answers
 
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from jobqueue.db.query_base import QueryBase, _count, _held
+from jobqueue.db.query_base import QueryBase, _count, _held_pairs
 from jobqueue.db.records import (
-    ClaimedJob,
     LastOutcome,
     Rescued,
 )
@@ -130,14 +129,15 @@ class ProcessQueries(QueryBase):
     # -- workers over HTTP --------------------------------------------------------------
 
     async def complete_leased(
-        self, *, jobs: Sequence[ClaimedJob], worker_id: str, results: str | None
+        self, *, held: Sequence[tuple[int, int]], worker_id: str, results: str | None
     ) -> dict[int, str]:
-        """End ``jobs``, each completed with its result (``results``: ``{"<id>": result,
-        ...}`` as JSON text, or None), or cancelled if it was asked to stop. Returns the
-        status of each job ended; a job not in it was refused by the fence."""
+        """End the jobs ``held`` (each its id and its claim's token), each completed with
+        its result (``results``: ``{"<id>": result, ...}`` as JSON text, or None), or
+        cancelled if it was asked to stop. Returns the status of each job ended; a job
+        not in it was refused by the fence."""
         rows = await self.db.fetch(
-            self._q.complete_leased, [j.id for j in jobs], _held(jobs), worker_id, results,
-            self.clock.now(),
+            self._q.complete_leased, [job_id for job_id, _ in held], _held_pairs(held), worker_id,
+            results, self.clock.now(),
         )  # fmt: skip
         return {row["id"]: row["status"] for row in rows}
 

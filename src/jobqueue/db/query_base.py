@@ -113,6 +113,12 @@ def _held(jobs: Sequence[ClaimedJob]) -> str:
     return "{" + ",".join([f'"{j.id}":{_json_int(j.claim)}' for j in jobs]) + "}"
 
 
+def _held_pairs(held: Sequence[tuple[int, int]]) -> str:
+    """As ``_held``, from (job id, claim token) pairs: what a worker over HTTP's leases
+    give, without a ClaimedJob made for each."""
+    return "{" + ",".join([f'"{job_id}":{claim}' for job_id, claim in held]) + "}"
+
+
 def _json_int(value: int | None) -> str:
     return "null" if value is None else str(value)
 

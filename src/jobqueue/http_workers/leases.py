@@ -11,8 +11,8 @@ as a write from a stale worker is.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from jobqueue.db.records import ClaimedJob
 from jobqueue.model.tokens import Principal
@@ -24,8 +24,11 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _BIGINT_MAX = 2**63 - 1
 
 
-@dataclass(frozen=True, slots=True)
-class Lease:
+class Lease(NamedTuple):
+    """A tuple, not a frozen dataclass: one is made for each job of a claim and parsed
+    for each outcome, and a frozen dataclass sets each field through
+    object.__setattr__ (bench/budget.py http_work)."""
+
     job_id: int
     claim: int
     worker: str

@@ -85,7 +85,7 @@ class ClaimOrder:
     lease_seconds: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # one per job: a frozen one costs its fields' setattr
 class Claimed:
     job: ClaimedJob
     lease: Lease
@@ -400,7 +400,7 @@ class HttpWorkers:
                 if c.worker_id == worker_id and c.result is not None
             }
             ended = await store.complete_leased(
-                jobs=[lease.held() for lease in group], worker_id=worker_id,
+                held=[(lease.job_id, lease.claim) for lease in group], worker_id=worker_id,
                 results=json.dumps(results) if results else None,
             )  # fmt: skip
             for lease in group:
@@ -501,7 +501,7 @@ def _ended_as(status: str) -> Literal["completed", "cancelled"]:
     return "cancelled" if status == JobStatus.CANCELLED else "completed"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # one per job: a frozen one costs its fields' setattr
 class Completion:
     lease: Lease
     worker_id: str
