@@ -42,7 +42,7 @@ from jobqueue.db.records import JobRow, UniqueKey
 from jobqueue.db.store import Store
 from jobqueue.durable import signals
 from jobqueue.durable.detail import detail as durable_detail
-from jobqueue.enqueue.enqueuer import insert, insert_batch, insert_many, opened
+from jobqueue.enqueue.enqueuer import insert, insert_jobs, insert_many, opened
 from jobqueue.enqueue.rows import Rows
 from jobqueue.http_workers.service import HttpWorkers
 from jobqueue.inspection import Inspector
@@ -307,11 +307,8 @@ class JobQueue(Connected):
         if not batch.payloads:
             return []
         trace = trace_context.recorded(bulk=True)
-        ids, created = await self._database.write(
-            conn, lambda store: insert_many(store, batch, trace)
-        )
-        # A job whose unique key was taken is not counted: it was not stored.
-        observability.enqueued([batch.options], len(ids) if created is None else sum(created))
+        ids, stored = await self._database.write(conn, lambda db: insert_many(db, batch, trace))
+        observability.enqueued([batch.options], stored)  # not those whose key was taken
         if self.after_enqueue is not None and conn is None:
             await self.after_enqueue()
         return ids
@@ -333,14 +330,7 @@ class JobQueue(Connected):
         if not rows:
             return []
         uniques = [UniqueKey.of(s.unique_key, s.unique_for, s.on_conflict) for s in specs]
-        if any(uniques):
-            ids, created = await self._database.write(
-                conn, lambda store: insert_batch(store, rows, uniques)
-            )
-            stored = [row for row, new in zip(rows, created, strict=True) if new]
-        else:
-            jobs = await self._database.write(conn, lambda store: store.enqueue_rows(rows=rows))
-            ids, stored = [job.id for job in jobs], rows
+        ids, stored = await self._database.write(conn, lambda db: insert_jobs(db, rows, uniques))
         observability.enqueued(stored)  # not those whose unique key was taken
         return ids
 

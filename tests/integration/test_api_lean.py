@@ -400,6 +400,8 @@ async def test_claims_and_outcomes_are_answered_alike(
             json.dumps({"outcomes": done[:1]}),  # sent again: answered as applied
             json.dumps({"outcomes": [{"lease": "1.2.w1"}]}),  # no job it holds: refused
             json.dumps({"outcomes": [{"lease": "nope"}]}),
+            # Its form is a lease's, but its job id does not fit a bigint.
+            json.dumps({"outcomes": [{"lease": "9223372036854775808.1.w1"}]}),
             json.dumps({"outcomes": []}),
             '{"outcomes": [{"lease": "' + leases[3] + '", "result": NaN}]}',
             json.dumps({"outcomes": [{"lease": leases[3], "bogus": 1}]}),
@@ -409,7 +411,10 @@ async def test_claims_and_outcomes_are_answered_alike(
 
     answers = await both(scenario, clients)
     statuses = [status for status, _, _ in answers]
-    assert statuses == [200, 422, 422, 422, 422, 200, 400, 200, 200, 200, 422, 422, 422, 422]
+    assert statuses == [200, 422, 422, 422, 422, 200, 400, 200, 200, 200, 422, 422, 422, 422, 422]
+    [overflow] = answers[11][2]["detail"]
+    assert overflow["loc"] == ["body", "outcomes", 0, "lease"]
+    assert "not a lease" in overflow["msg"]
     assert [j["payload"] for j in answers[0][2]["jobs"]] == [{"n": n} for n in range(4)]
     assert [(o["ok"], o["status"]) for o in answers[7][2]["outcomes"]] == [
         (True, "completed"),
@@ -419,7 +424,7 @@ async def test_claims_and_outcomes_are_answered_alike(
     assert answers[8][2]["outcomes"][0]["status"] == "completed"
     assert answers[9][2]["outcomes"][0]["ok"] is False
     # The bodies the models refuse, and the malformed ones.
-    assert handed_on == ["/claims"] * 5 + ["/outcomes"] * 4
+    assert handed_on == ["/claims"] * 5 + ["/outcomes"] * 5
 
 
 async def test_an_api_mounted_under_a_prefix_is_served_by_its_fastapi_routes(

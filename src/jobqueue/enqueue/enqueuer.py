@@ -153,13 +153,13 @@ async def insert(
     return await insert_unique(store, row, unique.key, unique.hold)
 
 
-async def insert_many(
-    store: Store, batch: Batch, trace: str | None
-) -> tuple[list[int], list[bool] | None]:
+async def insert_many(store: Store, batch: Batch, trace: str | None) -> tuple[list[int], int]:
     """``enqueue_many``'s jobs: one statement for all, or, where some have unique keys,
-    as ``insert_batch`` stores them. Their ids, and which were stored (None: all)."""
+    as ``insert_batch`` stores them. Their ids, and how many were stored (not those
+    whose unique key was taken)."""
     if batch.uniques is not None:
-        return await insert_batch(store, batch.rows(trace), batch.uniques)
+        ids, created = await insert_batch(store, batch.rows(trace), batch.uniques)
+        return ids, sum(created)
     ids = await store.enqueue_payloads(
         options=batch.options,
         payloads=batch.payloads,
@@ -168,7 +168,19 @@ async def insert_many(
         tags=batch.tags,
         meta=batch.meta,
     )
-    return ids, None
+    return ids, len(ids)
+
+
+async def insert_jobs(
+    store: Store, rows: Sequence[JobRow], uniques: Sequence[UniqueKey | None]
+) -> tuple[list[int], Sequence[JobRow]]:
+    """``enqueue_jobs``'s jobs: one statement for all, or, where some have unique keys,
+    as ``insert_batch`` stores them. Their ids, and the rows stored (not those whose
+    unique key was taken)."""
+    if not any(uniques):
+        return [job.id for job in await store.enqueue_rows(rows=rows)], rows
+    ids, created = await insert_batch(store, rows, uniques)
+    return ids, [row for row, new in zip(rows, created, strict=True) if new]
 
 
 async def insert_batch(
