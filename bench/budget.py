@@ -1077,7 +1077,13 @@ def tolerance(key: str, values: list[float]) -> float:
     return rounded(found)
 
 
-def write_budget(path: Path, runs: list[Run], calibrate: bool) -> dict[str, Any]:
+def write_budget(
+    path: Path, runs: list[Run], calibrate: bool, only: list[str] | None = None
+) -> dict[str, Any]:
+    """Write the figures of ``runs`` as the budgets. With ``only`` (--only), the other
+    workloads' figures, the calibration they came from and the rule their tolerances
+    were drawn by are kept as they were, and each workload calibrated here is named
+    in the calibration."""
     old = json.loads(path.read_text()) if path.exists() else {}
     old_figures = old.get("figures", {})
     figures: dict[str, Any] = {}
@@ -1109,12 +1115,17 @@ def write_budget(path: Path, runs: list[Run], calibrate: bool) -> dict[str, Any]
         "valgrind": valgrind_version(),
     }
     calibration = old.get("calibration")
+    rule = TOLERANCE_RULE
     if calibrate:
-        calibration = {"date": recorded["date"], "commit": recorded["commit"],
-                       "runs": len(runs)}  # fmt: skip
+        this = {"date": recorded["date"], "commit": recorded["commit"], "runs": len(runs)}
+        calibration = this
+        if only:
+            calibration = {**(old.get("calibration") or {}), **dict.fromkeys(only, this)}
+    if only:
+        rule = old.get("tolerance_rule", TOLERANCE_RULE)
     budget = {
         "about": ABOUT,
-        "tolerance_rule": TOLERANCE_RULE,
+        "tolerance_rule": rule,
         "recorded": recorded,
         "calibration": calibration,
         "figures": dict(sorted(figures.items(), key=lambda kv: order(kv[0]))),
@@ -1212,7 +1223,7 @@ def main(argv: list[str] | None = None) -> int:
     seconds = time.monotonic() - started
 
     if args.record or args.calibrate:
-        write_budget(args.budget, runs, calibrate=bool(args.calibrate))
+        write_budget(args.budget, runs, calibrate=bool(args.calibrate), only=only)
         progress(f"wrote {args.budget}")
     budget = json.loads(args.budget.read_text()) if args.budget.exists() else {}
     last = runs[-1]
