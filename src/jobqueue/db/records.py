@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from jobqueue.model.job import Job, JobStatus, trace_id_of
+
 if TYPE_CHECKING:
-    from jobqueue.model.job import Job
     from jobqueue.model.options import EnqueueOptions
 
 
@@ -38,6 +39,22 @@ class JobRow(JobOptions):
     # Its tags, and its metadata as JSON text (docs/search.md); None: none.
     tags: list[str] | None = None
     meta: str | None = None
+
+    def stored(self, record: Any) -> Job:
+        """The job this row became: the database chose only its ``id``, ``run_at`` and
+        ``created_at`` (what enqueue.sql returns); every other field is the row's own or
+        a new job's. Reading all 35 columns back and decoding them cost a single
+        enqueue about 4% of its time (see enqueue.sql)."""
+        created = record["created_at"]
+        payload, meta = self.payload, self.meta
+        return Job(
+            record["id"], self.type, self.queue, {} if payload == "{}" else json.loads(payload),
+            JobStatus.PENDING, 0, self.max_attempts, self.priority, record["run_at"], None,
+            None, created, created, None, None, None, None, None, None,
+            None if self.trace is None else trace_id_of(self.trace), None,
+            self.concurrency_key, [] if self.tags is None else list(self.tags),
+            {} if meta is None else json.loads(meta), None,
+        )  # fmt: skip
 
 
 class UniqueKey(NamedTuple):

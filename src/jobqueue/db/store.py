@@ -149,7 +149,7 @@ class Store(
             self._q.enqueue, *_values(row), self.clock.now(), row.trace, row.concurrency_key,
             row.tags, row.meta,
         )  # fmt: skip
-        return Job.from_record(record)
+        return row.stored(record)
 
     async def enqueue_rows(self, *, rows: Sequence[JobRow]) -> list[Job]:
         """Many rows in one statement, in order."""
@@ -157,12 +157,10 @@ class Store(
         columns = _columns(rows)
         traces = [r.trace for r in rows]
         keys = [r.concurrency_key for r in rows]
-        return [
-            Job.from_record(r)
-            for r in await self.db.fetch(
-                self._q.enqueue_rows, *columns, now, traces, keys, *_tags_and_meta(rows)
-            )
-        ]
+        records = await self.db.fetch(
+            self._q.enqueue_rows, *columns, now, traces, keys, *_tags_and_meta(rows)
+        )
+        return [row.stored(record) for row, record in zip(rows, records, strict=True)]
 
     async def enqueue_payloads(
         self,

@@ -6,14 +6,16 @@
 -- $11, $12: its tags and metadata (migration 0030), or NULL for none.
 -- A job with tags or metadata gets its row in job_labels in the same statement
 -- (migration 0031 says why not by a trigger).
+-- It returns only what the database chose; the rest of the job is the caller's row
+-- (JobRow.stored): reading all 35 columns back cost a single enqueue about 4%.
 WITH job AS (
     INSERT INTO {schema}.jobs (type, queue, payload, priority, max_attempts, run_at, trace_context,
                                concurrency_key, tags, meta)
     VALUES ($1, $2, $3, $4, $5, COALESCE($6, COALESCE($8::timestamptz, now()) + make_interval(secs => COALESCE($7::float8, 0))),
             $9::jsonb, $10::text, $11::text[], $12::jsonb)
-    RETURNING *
+    RETURNING id, run_at, created_at, tags, meta
 ), labels AS (  -- the search's copy (migration 0031)
     INSERT INTO {schema}.job_labels (job_id, tags, meta)
     SELECT id, tags, meta FROM job WHERE tags IS NOT NULL OR meta IS NOT NULL
 )
-SELECT * FROM job
+SELECT id, run_at, created_at FROM job

@@ -1,6 +1,7 @@
 -- Inserts jobs of any types and options in one statement: the calls an Enqueuer
 -- merged, or enqueue_jobs (POST /jobs/batch). The jobs trigger sends one NOTIFY per queue.
--- One array per column, one element per job; whole rows come back in the order given.
+-- One array per column, one element per job; each job's id, run_at and created_at come
+-- back in the order given (the rest of its row is the caller's: JobRow.stored).
 -- $8 is "now": NULL for the database's clock, a time for a test's (db/store.py).
 -- $9: each job's trace context (JSON), or NULL.
 -- $10: each job's concurrency key (migration 0020), or NULL.
@@ -23,9 +24,9 @@ WITH job AS (
          WITH ORDINALITY AS n(type, queue, payload, priority, max_attempts, run_at, delay, trace, key,
                               meta, tags_from, tags_to, ord)
     ORDER BY n.ord
-    RETURNING *
+    RETURNING id, run_at, created_at, tags, meta
 ), labels AS (  -- the search's copy (migration 0031)
     INSERT INTO {schema}.job_labels (job_id, tags, meta)
     SELECT id, tags, meta FROM job WHERE tags IS NOT NULL OR meta IS NOT NULL
 )
-SELECT * FROM job
+SELECT id, run_at, created_at FROM job
