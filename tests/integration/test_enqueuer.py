@@ -32,6 +32,27 @@ async def test_concurrent_calls_share_transactions_and_each_gets_its_own_job(
     assert 1 <= transactions <= 10
 
 
+async def test_the_job_returned_is_the_job_stored_with_every_option(jq: JobQueue) -> None:
+    # The INSERT returns only the columns the database chose; the rest of the job
+    # returned is built from what was sent (JobRow.stored), so it must not drift from
+    # the table's defaults. Alone (enqueue.sql) and shared (enqueue_rows.sql).
+    options: dict[str, object] = dict(
+        queue="q", priority=4, max_attempts=7, delay_seconds=30, concurrency_key="tenant",
+        tags=["a", "b"], meta={"customer": "acme", "n": 1},
+    )  # fmt: skip
+    alone = await jq.enqueue("every", {"z": 1, "a": [1.5, None]}, **options)  # type: ignore[arg-type]
+    shared = await asyncio.gather(
+        *(jq.enqueue("every", {"n": n}, **options) for n in range(5)),  # type: ignore[arg-type]
+        jq.enqueue("every", None, run_at=alone.run_at),
+    )
+    for job in (alone, *shared):
+        assert await jq.get(job.id) == job
+    assert alone.status == "pending"
+    assert alone.attempts == 0
+    assert alone.tags == ["a", "b"]
+    assert alone.meta == {"customer": "acme", "n": 1}
+
+
 async def test_a_bad_row_fails_only_its_own_call(
     jq: JobQueue, db: asyncpg.Connection, settings: Settings
 ) -> None:
