@@ -11,13 +11,12 @@ fail the write of every outcome in its batch, again at each retry of it.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from jobqueue.model import fields
+from jobqueue.model import fields, json_text
 
 # allow_nan=False: NaN is not JSON, and jsonb would refuse the whole batch's write.
-_JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+_JSON = json_text.Encoder()
 
 
 class ResultError(ValueError):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from jobqueue.model.job import Job, JobStatus, trace_id_of
+from jobqueue.model.json_text import loads
 
 if TYPE_CHECKING:
     from jobqueue.model.options import EnqueueOptions
@@ -48,12 +48,12 @@ class JobRow(JobOptions):
         created = record["created_at"]
         payload, meta = self.payload, self.meta
         return Job(
-            record["id"], self.type, self.queue, {} if payload == "{}" else json.loads(payload),
+            record["id"], self.type, self.queue, {} if payload == "{}" else loads(payload),
             JobStatus.PENDING, 0, self.max_attempts, self.priority, record["run_at"], None,
             None, created, created, None, None, None, None, None, None,
             None if self.trace is None else trace_id_of(self.trace), None,
             self.concurrency_key, [] if self.tags is None else list(self.tags),
-            {} if meta is None else json.loads(meta), None,
+            {} if meta is None else loads(meta), None,
         )  # fmt: skip
 
 
@@ -122,15 +122,15 @@ class ClaimedJob:
         # meta, checkpoint, in that order.
         payload, trace = r[3], r[8]
         return cls(
-            r[0], r[1], r[2], {} if payload == "{}" else json.loads(payload), r[4], r[5], r[6],
-            r[7], None if trace is None else json.loads(trace), r[9], r[10], r[11], r[12],
+            r[0], r[1], r[2], {} if payload == "{}" else loads(payload), r[4], r[5], r[6],
+            r[7], None if trace is None else loads(trace), r[9], r[10], r[11], r[12],
             r[13],
         )  # fmt: skip
 
     @property
     def meta(self) -> dict[str, Any]:
         """Its metadata, decoded ({} for none)."""
-        return {} if self.meta_json is None else json.loads(self.meta_json)
+        return {} if self.meta_json is None else loads(self.meta_json)
 
     @property
     def key(self) -> ClaimKey:

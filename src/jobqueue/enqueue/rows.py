@@ -4,24 +4,23 @@ payload type and encoded as JSON."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from jobqueue.config import Settings
 from jobqueue.db.records import JobOptions, JobRow, UniqueKey
-from jobqueue.model import fields
+from jobqueue.model import fields, json_text
 from jobqueue.model.options import JOB_OPTIONS, BatchOptions, ManyOptions
 from jobqueue.task import Task, job_options
 
 if TYPE_CHECKING:
     from jobqueue.enqueue.new_job import NewJob
 
-# One encoder for every call: json.dumps with options builds a new one each time.
+# One encoder for every call, calling json's C encoder directly (model/json_text.py).
 # allow_nan=False: NaN is not JSON, and jsonb would refuse the INSERT (with every job
 # sharing it, until each is tried alone).
-_JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+_JSON = json_text.Encoder()
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +139,7 @@ class Rows:
         task = self._tasks.get(type)
         if task is None or task.concurrency_key is None:
             return None
-        value = json.loads(payload).get(task.concurrency_key)
+        value = json_text.loads(payload).get(task.concurrency_key)
         return fields.check_concurrency_key(value, f"payload.{task.concurrency_key}")
 
     def payloads(self, type: str, payloads: Iterable[Any]) -> tuple[list[str], list[str | None]]:

@@ -8,12 +8,13 @@ process never loads pydantic: it costs about 10 MiB of memory per process.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
+
+from jobqueue.model import json_text
 
 QUEUE_PATTERN = r"^[A-Za-z0-9_.:-]{1,100}$"
 TYPE_MAX_LENGTH = 200
@@ -31,10 +32,10 @@ TAG_MAX_LENGTH = 64
 META_MAX_BYTES = 8192
 
 # allow_nan=False: NaN is not JSON, and jsonb would refuse the INSERT.
-_JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+_JSON = json_text.Encoder()
 # The same, keeping text as it is (UTF-8 for jsonb): a lone surrogate then fails the
 # encoding to UTF-8, where ensure_ascii would have escaped it out of sight.
-_JSON_TEXT = json.JSONEncoder(separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+_JSON_TEXT = json_text.Encoder(ensure_ascii=False)
 
 _QUEUE = re.compile(QUEUE_PATTERN)
 

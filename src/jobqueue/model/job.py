@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import json
 from datetime import datetime
 from typing import Any, ClassVar
 
+from jobqueue.model.json_text import loads
 from jobqueue.model.limits import LimitsInfo
 
 
@@ -145,15 +145,15 @@ class Job:
         # them and the enum's own lookup cost it half its time.
         payload, result, progress = record["payload"], record["result"], record["progress"]
         if isinstance(payload, str):  # asyncpg gives jsonb as text; psycopg decodes it
-            payload = {} if payload == "{}" else json.loads(payload)
+            payload = {} if payload == "{}" else loads(payload)
         if isinstance(result, str):
-            result = json.loads(result)
+            result = loads(result)
         trace, tags, meta = record["trace_context"], record["tags"], record["meta"]
         if isinstance(meta, str):
-            meta = json.loads(meta)
+            meta = loads(meta)
         checkpoint = record.get("checkpoint")  # not in the rows a few queries pick
         if isinstance(checkpoint, str):
-            checkpoint = json.loads(checkpoint)
+            checkpoint = loads(checkpoint)
         return cls(
             record["id"], record["type"], record["queue"], payload, _STATUSES[record["status"]],
             record["attempts"], record["max_attempts"], record["priority"], record["run_at"],
@@ -179,7 +179,7 @@ class Progress:
     @classmethod
     def from_json(cls, value: Any) -> Progress:
         if isinstance(value, str):
-            value = json.loads(value)
+            value = loads(value)
         return cls(value["fraction"], value["message"], datetime.fromisoformat(value["updated_at"]))
 
 
@@ -190,7 +190,7 @@ def trace_id_of(trace_context: Any) -> str | None:
     """The trace id in a stored trace context (observability/trace_context.py), whose
     traceparent is ``00-<trace id>-<span id>-<flags>``; None if it has none."""
     if isinstance(trace_context, str):  # asyncpg gives jsonb as text; psycopg decodes it
-        trace_context = json.loads(trace_context)
+        trace_context = loads(trace_context)
     parent = trace_context.get("traceparent") if isinstance(trace_context, dict) else None
     return parent[3:35] if isinstance(parent, str) and len(parent) >= 35 else None
 
