@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -277,3 +278,21 @@ async def test_commit_wakes_a_worker_and_rollback_leaves_nothing(
     await rolled_back.end(commit=False)
     assert await notified.so_far() == []
     assert (await count(db, schema), ran) == (1, [job.id])
+
+
+@pytest.mark.parametrize("result", ['"done"', '"123"', "[1, 2]", "7"])
+async def test_a_unique_keys_holder_read_on_psycopg_keeps_its_result(
+    jq: JobQueue, db: asyncpg.Connection, schema: str, pg_dsn: str, result: str
+) -> None:
+    # psycopg decodes jsonb where asyncpg gives its text: a result that is a JSON string
+    # must not be decoded a second time (an error for "done", 123 for "123").
+    first = await jq.enqueue("report", {}, unique_key="nightly", unique_for=60)
+    await db.execute(
+        f'UPDATE "{schema}".jobs SET status = \'completed\', attempts = 1, '
+        f"finished_at = now(), result = $2::jsonb WHERE id = $1",
+        first.id, result,
+    )  # fmt: skip
+    async with await psycopg.AsyncConnection.connect(pg_dsn) as app, app.transaction():
+        holder = await jq.enqueue("report", {}, unique_key="nightly", conn=app)
+    assert holder.id == first.id
+    assert holder.result == json.loads(result)

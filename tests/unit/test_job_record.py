@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from jobqueue.model.job import Job, JobStatus, Progress
+from jobqueue.model.job import DecodedRow, Job, JobStatus, Progress
 
 T0 = datetime(2026, 12, 2, tzinfo=UTC)
 
@@ -66,16 +66,33 @@ def test_every_field_comes_from_its_own_column() -> None:
     assert job.checkpoint == {"row": 400}
 
 
+def decoded(**changes: Any) -> DecodedRow:
+    """A row as psycopg gives it: its jsonb decoded."""
+    return DecodedRow(row(**changes))
+
+
 def test_decoded_json_and_empty_columns_are_taken_as_they_are() -> None:
     """psycopg decodes jsonb itself; a new job has no result, progress or trace."""
     job = Job.from_record(
-        row(payload={"n": 1}, result=None, progress=None, trace_context=None, status="pending")
-    )
+        decoded(payload={"n": 1}, result=None, progress=None, trace_context=None,
+                status="pending")
+    )  # fmt: skip
     assert (job.payload, job.result, job.progress, job.trace_id) == ({"n": 1}, None, None, None)
     assert Job.from_record(row(payload="{}")).payload == {}
     untagged = Job.from_record(row(tags=None, meta=None))  # NULL: none (migration 0030)
     assert (untagged.tags, untagged.meta) == ([], {})
-    assert Job.from_record(row(meta={"decoded": True})).meta == {"decoded": True}
+    assert Job.from_record(decoded(meta={"decoded": True})).meta == {"decoded": True}
     assert Job.from_record(row(checkpoint=None)).checkpoint is None
-    assert Job.from_record(row(checkpoint=7)).checkpoint == 7  # decoded by psycopg
+    assert Job.from_record(decoded(checkpoint=7)).checkpoint == 7
+
+
+def test_a_decoded_json_string_is_not_decoded_again() -> None:
+    # A result or checkpoint may be any JSON: one that is a string, decoded by psycopg,
+    # is text that happens to be JSON, not JSON to read.
+    assert Job.from_record(decoded(result="123", checkpoint="done")).result == "123"
+    assert Job.from_record(decoded(checkpoint="[1]")).checkpoint == "[1]"
+    assert Job.from_record(row(result='"123"')).result == "123"  # asyncpg's text
+
+
+def test_every_status_is_read() -> None:
     assert {Job.from_record(row(status=s.value)).status for s in JobStatus} == set(JobStatus)

@@ -3,7 +3,7 @@ of jobs, as api/lean.py's middleware serves them: the body validated with the Fa
 route's model (ClaimRequest, OutcomesRequest), the token checked for ``jobs:work``, and
 the work done by the routes' own functions (``work_routes.claimed``,
 ``work_routes.applied``); their answers, plain values in their models' shape, encoded
-as pydantic writes JSON (tests/acceptance/test_http_workers.py compares the two)."""
+as pydantic writes JSON (tests/integration/test_api_lean.py compares the two)."""
 
 from __future__ import annotations
 

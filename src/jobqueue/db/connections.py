@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union
 import asyncpg
 
 from jobqueue.db.query_base import Executor
+from jobqueue.model.job import DecodedRow
 
 if TYPE_CHECKING:
     import psycopg
@@ -117,7 +118,7 @@ class _PsycopgAsync(_Rows):
         text, values = _bind(query, args)
         async with self._conn.cursor(row_factory=dict_row) as cursor:
             await cursor.execute(text, values)
-            return await cursor.fetchall()  # type: ignore[no-any-return]
+            return [DecodedRow(row) for row in await cursor.fetchall()]
 
     async def execute(self, query: str, *args: Any) -> str:
         text, values = _bind(query, args)
@@ -138,7 +139,7 @@ class _PsycopgSync(_Rows):
         text, values = _bind(query, args)
         with self._conn.cursor(row_factory=dict_row) as cursor:
             cursor.execute(text, values)
-            return cursor.fetchall()  # type: ignore[no-any-return]
+            return [DecodedRow(row) for row in cursor.fetchall()]
 
     async def execute(self, query: str, *args: Any) -> str:
         text, values = _bind(query, args)

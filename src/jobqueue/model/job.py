@@ -144,16 +144,16 @@ class Job:
         # this runs for every job enqueued or read, and keyword arguments, a dict of
         # them and the enum's own lookup cost it half its time.
         payload, result, progress = record["payload"], record["result"], record["progress"]
-        if isinstance(payload, str):  # asyncpg gives jsonb as text; psycopg decodes it
-            payload = {} if payload == "{}" else loads(payload)
-        if isinstance(result, str):
-            result = loads(result)
         trace, tags, meta = record["trace_context"], record["tags"], record["meta"]
-        if isinstance(meta, str):
-            meta = loads(meta)
         checkpoint = record.get("checkpoint")  # not in the rows a few queries pick
-        if isinstance(checkpoint, str):
-            checkpoint = loads(checkpoint)
+        if type(record) is not DecodedRow:  # asyncpg gives jsonb as text
+            payload = {} if payload == "{}" else loads(payload)
+            if result is not None:
+                result = loads(result)
+            if meta is not None:
+                meta = loads(meta)
+            if checkpoint is not None:
+                checkpoint = loads(checkpoint)
         return cls(
             record["id"], record["type"], record["queue"], payload, _STATUSES[record["status"]],
             record["attempts"], record["max_attempts"], record["priority"], record["run_at"],
@@ -165,6 +165,13 @@ class Job:
             record["concurrency_key"], [] if tags is None else tags, {} if meta is None else meta,
             checkpoint,
         )  # fmt: skip
+
+
+class DecodedRow(dict[str, Any]):
+    """A row whose driver decoded its ``jsonb`` columns (psycopg, on an application's
+    connection), where asyncpg gives their text. ``Job.from_record`` takes its values
+    as they are: telling text from decoded JSON by its type would decode a result that
+    is a JSON string a second time (``"123"`` would become 123)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
