@@ -15,9 +15,6 @@ from typing import Any
 
 from jobqueue.model import fields, json_text
 
-# allow_nan=False: NaN is not JSON, and jsonb would refuse the whole batch's write.
-_JSON = json_text.Encoder()
-
 
 class ResultError(ValueError):
     """The return value cannot be stored: not JSON-serialisable, or too large."""
@@ -28,7 +25,7 @@ def encode(value: Any, max_bytes: int) -> str | None:
     if value is None:
         return None
     try:
-        text = _JSON.encode(value)
+        text = json_text.dumps(value)
     except TypeError:
         value = _plain(value)
         text = _encoded(value)
@@ -62,7 +59,7 @@ def _plain(value: Any) -> Any:
 
 def _encoded(plain: Any) -> str:
     try:
-        return _JSON.encode(plain)
+        return json_text.dumps(plain)
     except ValueError as exc:
         raise _not_json(plain, exc) from None
 

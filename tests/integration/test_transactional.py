@@ -285,7 +285,8 @@ async def test_a_unique_keys_holder_read_on_psycopg_keeps_its_result(
     jq: JobQueue, db: asyncpg.Connection, schema: str, pg_dsn: str, result: str
 ) -> None:
     # psycopg decodes jsonb where asyncpg gives its text: a result that is a JSON string
-    # must not be decoded a second time (an error for "done", 123 for "123").
+    # must not be decoded a second time (an error for "done", 123 for "123"). jobqueue's
+    # cursors read it as text, as asyncpg gives it (db/connections.py).
     first = await jq.enqueue("report", {}, unique_key="nightly", unique_for=60)
     await db.execute(
         f'UPDATE "{schema}".jobs SET status = \'completed\', attempts = 1, '
@@ -294,5 +295,9 @@ async def test_a_unique_keys_holder_read_on_psycopg_keeps_its_result(
     )  # fmt: skip
     async with await psycopg.AsyncConnection.connect(pg_dsn) as app, app.transaction():
         holder = await jq.enqueue("report", {}, unique_key="nightly", conn=app)
+        # Our cursors read jsonb as text; the application's own still decode it.
+        async with app.cursor() as cursor:
+            await cursor.execute("SELECT %s::jsonb", [result])
+            assert await cursor.fetchone() == (json.loads(result),)
     assert holder.id == first.id
     assert holder.result == json.loads(result)

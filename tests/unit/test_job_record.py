@@ -7,14 +7,16 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from jobqueue.model.job import DecodedRow, Job, JobStatus, Progress
+from jobqueue.model.job import Job, JobStatus, Progress
+from jobqueue.model.steps import Step
 
 T0 = datetime(2026, 12, 2, tzinfo=UTC)
 
 
 def row(**changes: Any) -> dict[str, Any]:
-    """A row as asyncpg gives it (jsonb as text), each column holding a value no other
-    column holds, so that a value read from the wrong column shows."""
+    """A row as every Executor gives it (jsonb as text, db/connections.py), each
+    column holding a value no other column holds, so that a value read from the wrong
+    column shows."""
     values: dict[str, Any] = {
         "id": 41,
         "type": "send_email",
@@ -66,32 +68,30 @@ def test_every_field_comes_from_its_own_column() -> None:
     assert job.checkpoint == {"row": 400}
 
 
-def decoded(**changes: Any) -> DecodedRow:
-    """A row as psycopg gives it: its jsonb decoded."""
-    return DecodedRow(row(**changes))
-
-
-def test_decoded_json_and_empty_columns_are_taken_as_they_are() -> None:
-    """psycopg decodes jsonb itself; a new job has no result, progress or trace."""
+def test_empty_columns_and_json_of_every_kind() -> None:
+    """A new job has no result, progress or trace; a result or checkpoint may be any
+    JSON, and one that is a string is read once: '"123"' is the string "123"."""
     job = Job.from_record(
-        decoded(payload={"n": 1}, result=None, progress=None, trace_context=None,
-                status="pending")
+        row(payload='{"n": 1}', result=None, progress=None, trace_context=None,
+            status="pending")
     )  # fmt: skip
     assert (job.payload, job.result, job.progress, job.trace_id) == ({"n": 1}, None, None, None)
     assert Job.from_record(row(payload="{}")).payload == {}
     untagged = Job.from_record(row(tags=None, meta=None))  # NULL: none (migration 0030)
     assert (untagged.tags, untagged.meta) == ([], {})
-    assert Job.from_record(decoded(meta={"decoded": True})).meta == {"decoded": True}
     assert Job.from_record(row(checkpoint=None)).checkpoint is None
-    assert Job.from_record(decoded(checkpoint=7)).checkpoint == 7
+    assert Job.from_record(row(checkpoint="7")).checkpoint == 7
+    stringly = Job.from_record(row(result='"123"', checkpoint='"done"'))
+    assert (stringly.result, stringly.checkpoint) == ("123", "done")
+    assert Job.from_record(row(checkpoint='"[1]"')).checkpoint == "[1]"
+    assert Job.from_record(row(result="null")).result is None  # a handler returned None
 
 
-def test_a_decoded_json_string_is_not_decoded_again() -> None:
-    # A result or checkpoint may be any JSON: one that is a string, decoded by psycopg,
-    # is text that happens to be JSON, not JSON to read.
-    assert Job.from_record(decoded(result="123", checkpoint="done")).result == "123"
-    assert Job.from_record(decoded(checkpoint="[1]")).checkpoint == "[1]"
-    assert Job.from_record(row(result='"123"')).result == "123"  # asyncpg's text
+def test_a_steps_result_is_read_from_its_text() -> None:
+    step = {"name": "charge", "attempt": 1, "worker_id": "w", "recorded_at": T0}
+    assert Step.from_record(step | {"result": '"123"'}).result == "123"
+    assert Step.from_record(step | {"result": '{"ok": true}'}).result == {"ok": True}
+    assert Step.from_record(step | {"result": None}).result is None
 
 
 def test_every_status_is_read() -> None:

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union
 import asyncpg
 
 from jobqueue.db.query_base import Executor
-from jobqueue.model.job import DecodedRow
 
 if TYPE_CHECKING:
     import psycopg
@@ -93,6 +92,17 @@ def _bind(sql: str, args: tuple[Any, ...]) -> tuple[str, list[Any]]:
     return text, [args[i] for i in order]
 
 
+def _jsonb_as_text(cursor: Any) -> None:
+    """Rows as asyncpg gives them: json and jsonb as their text, which the store's
+    readers decode. psycopg would decode them itself, and a reader could not tell its
+    value from text to decode: a result that is the JSON string "123" would be read
+    again as 123. A cursor's loaders are its own; the application's are untouched."""
+    from psycopg.types.string import TextLoader
+
+    cursor.adapters.register_loader("json", TextLoader)
+    cursor.adapters.register_loader("jsonb", TextLoader)
+
+
 class _Rows:
     """fetchrow and fetchval from a fetch of dict rows."""
 
@@ -117,8 +127,10 @@ class _PsycopgAsync(_Rows):
 
         text, values = _bind(query, args)
         async with self._conn.cursor(row_factory=dict_row) as cursor:
+            _jsonb_as_text(cursor)
             await cursor.execute(text, values)
-            return [DecodedRow(row) for row in await cursor.fetchall()]
+            rows: list[Any] = await cursor.fetchall()
+            return rows
 
     async def execute(self, query: str, *args: Any) -> str:
         text, values = _bind(query, args)
@@ -138,8 +150,10 @@ class _PsycopgSync(_Rows):
 
         text, values = _bind(query, args)
         with self._conn.cursor(row_factory=dict_row) as cursor:
+            _jsonb_as_text(cursor)
             cursor.execute(text, values)
-            return [DecodedRow(row) for row in cursor.fetchall()]
+            rows: list[Any] = cursor.fetchall()
+            return rows
 
     async def execute(self, query: str, *args: Any) -> str:
         text, values = _bind(query, args)

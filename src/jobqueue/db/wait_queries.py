@@ -128,5 +128,6 @@ class WaitQueries(QueryBase):
         return SignalWait(r["found"], _decoded(r["payload"]), r["status"])
 
 
-def _decoded(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str) else value
+def _decoded(text: str | None) -> Any:
+    """A jsonb column's value from its text (every Executor gives it as text)."""
+    return None if text is None else json.loads(text)

@@ -17,11 +17,6 @@ from jobqueue.task import Task, job_options
 if TYPE_CHECKING:
     from jobqueue.enqueue.new_job import NewJob
 
-# One encoder for every call, calling json's C encoder directly (model/json_text.py).
-# allow_nan=False: NaN is not JSON, and jsonb would refuse the INSERT (with every job
-# sharing it, until each is tried alone).
-_JSON = json_text.Encoder()
-
 
 @dataclass(frozen=True, slots=True)
 class Batch:
@@ -67,7 +62,7 @@ class Rows:
         return self._row(
             spec.type, spec.payload, options, trace,
             None if not tags else list(dict.fromkeys(tags)),
-            None if not meta else _JSON.encode(meta),
+            None if not meta else json_text.dumps(meta),
         )  # fmt: skip
 
     def options(
@@ -156,7 +151,7 @@ class Rows:
                 except ValueError as exc:
                     raise ValueError(f"payloads[{i}]: {exc}") from exc
             return encoded, keys
-        encode = _JSON.encode
+        encode = json_text.dumps
         encoded = []
         for i, payload in enumerate(payloads):
             if not payload:  # None, or an empty mapping
@@ -186,7 +181,7 @@ class Rows:
         elif payload.__class__ is not dict:  # a dict needs no check
             fields.check_options(payload=payload)
         try:
-            return _JSON.encode(payload)
+            return json_text.dumps(payload)
         except ValueError as exc:  # NaN or Infinity: ValueError naming the field
             raise fields.unencodable(payload, "payload", exc) from None
 

@@ -31,10 +31,8 @@ TAGS_MAX = 16
 TAG_MAX_LENGTH = 64
 META_MAX_BYTES = 8192
 
-# allow_nan=False: NaN is not JSON, and jsonb would refuse the INSERT.
-_JSON = json_text.Encoder()
-# The same, keeping text as it is (UTF-8 for jsonb): a lone surrogate then fails the
-# encoding to UTF-8, where ensure_ascii would have escaped it out of sight.
+# json_text.dumps, keeping text as it is (UTF-8 for jsonb): a lone surrogate then fails
+# the encoding to UTF-8, where ensure_ascii would have escaped it out of sight.
 _JSON_TEXT = json_text.Encoder(ensure_ascii=False)
 
 _QUEUE = re.compile(QUEUE_PATTERN)

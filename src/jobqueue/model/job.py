@@ -146,14 +146,13 @@ class Job:
         payload, result, progress = record["payload"], record["result"], record["progress"]
         trace, tags, meta = record["trace_context"], record["tags"], record["meta"]
         checkpoint = record.get("checkpoint")  # not in the rows a few queries pick
-        if type(record) is not DecodedRow:  # asyncpg gives jsonb as text
-            payload = {} if payload == "{}" else loads(payload)
-            if result is not None:
-                result = loads(result)
-            if meta is not None:
-                meta = loads(meta)
-            if checkpoint is not None:
-                checkpoint = loads(checkpoint)
+        payload = {} if payload == "{}" else loads(payload)  # jsonb as text, on every driver
+        if result is not None:
+            result = loads(result)
+        if meta is not None:
+            meta = loads(meta)
+        if checkpoint is not None:
+            checkpoint = loads(checkpoint)
         return cls(
             record["id"], record["type"], record["queue"], payload, _STATUSES[record["status"]],
             record["attempts"], record["max_attempts"], record["priority"], record["run_at"],
@@ -167,13 +166,6 @@ class Job:
         )  # fmt: skip
 
 
-class DecodedRow(dict[str, Any]):
-    """A row whose driver decoded its ``jsonb`` columns (psycopg, on an application's
-    connection), where asyncpg gives their text. ``Job.from_record`` takes its values
-    as they are: telling text from decoded JSON by its type would decode a result that
-    is a JSON string a second time (``"123"`` would become 123)."""
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class Progress:
     """What a handler last said of its progress (``ctx.progress``)."""
@@ -184,9 +176,8 @@ class Progress:
     updated_at: datetime
 
     @classmethod
-    def from_json(cls, value: Any) -> Progress:
-        if isinstance(value, str):
-            value = loads(value)
+    def from_json(cls, text: str) -> Progress:
+        value = loads(text)
         return cls(value["fraction"], value["message"], datetime.fromisoformat(value["updated_at"]))
 
 
@@ -196,7 +187,7 @@ _STATUSES = {status.value: status for status in JobStatus}
 def trace_id_of(trace_context: Any) -> str | None:
     """The trace id in a stored trace context (observability/trace_context.py), whose
     traceparent is ``00-<trace id>-<span id>-<flags>``; None if it has none."""
-    if isinstance(trace_context, str):  # asyncpg gives jsonb as text; psycopg decodes it
+    if isinstance(trace_context, str):  # its column's text, or a claim's decoded object
         trace_context = loads(trace_context)
     parent = trace_context.get("traceparent") if isinstance(trace_context, dict) else None
     return parent[3:35] if isinstance(parent, str) and len(parent) >= 35 else None

@@ -61,6 +61,11 @@ class Encoder:
             return self._json.encode(value)
 
 
+# The text jobqueue stores (payloads, metadata, results): compact and ASCII, and NaN
+# refused, which is not JSON and which jsonb would refuse with the whole statement.
+dumps: Callable[[Any], str] = Encoder().encode
+
+
 def loads(text: str) -> Any:
     """``json.loads(text)``: directly for text that starts and ends with its value, as
     the JSON jobqueue writes and PostgreSQL's ``jsonb`` output do."""

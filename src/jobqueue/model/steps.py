@@ -39,7 +39,7 @@ class Step:
     @classmethod
     def from_record(cls, r: Any) -> Step:
         result = r["result"]
-        if isinstance(result, str):  # asyncpg gives jsonb as text
+        if result is not None:  # jsonb as text (a JSON null is text too: "null")
             result = json.loads(result)
         return cls(r["name"], r["attempt"], result, r["worker_id"], r["recorded_at"])
 
