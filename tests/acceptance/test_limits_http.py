@@ -82,13 +82,13 @@ def test_a_limit_set_while_workers_run_holds_from_the_next_poll(
     base: str, pg_dsn: str, schema: str, env: dict[str, str], spawn: Spawn
 ) -> None:
     workers = start_workers(spawn, env, count=2)
-    asyncio.run(fill(pg_dsn, schema, "limited", [{"ms": 50} for _ in range(400)]))
+    asyncio.run(fill(pg_dsn, schema, "limited", [{"ms": 50} for _ in range(200)]))
     while len(asyncio.run(spans(pg_dsn, schema))) < 20:  # running unlimited: 20 at once
         time.sleep(0.05)
     answer = httpx.patch(f"{base}/queues/limited", json={"global_limit": 2})
     assert answer.status_code == 200, answer.text
     assert answer.json()["limits"]["global_limit"] == 2
-    rows = wait_spans(pg_dsn, schema, 400)
+    rows = wait_spans(pg_dsn, schema, 200)
     for w in workers:
         assert w.stop() == 0, w.output
     change = asyncio.run(changed_at(pg_dsn, schema, "limited"))

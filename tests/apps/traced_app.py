@@ -52,6 +52,6 @@ def flaky(payload: dict[str, Any], ctx: JobContext) -> None:
         raise ValueError("the first attempt fails")
 
 
-@jq.task("tick", cron="* * * * *")
+@jq.task("tick")  # ticked by a schedule of the test's (test_tracing.py)
 async def tick(payload: dict[str, Any]) -> None:
     pass
