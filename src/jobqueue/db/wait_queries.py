@@ -4,11 +4,11 @@ children spawned at run time and signals from outside."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from jobqueue.db.query_base import QueryBase
+from jobqueue.model.json_text import loads
 from jobqueue.model.steps import Child, Children, Step
 
 
@@ -130,4 +130,4 @@ class WaitQueries(QueryBase):
 
 def _decoded(text: str | None) -> Any:
     """A jsonb column's value from its text (every Executor gives it as text)."""
-    return None if text is None else json.loads(text)
+    return None if text is None else loads(text)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from datetime import datetime
 from typing import Any, ClassVar
 
 from jobqueue.model.job import Job
+from jobqueue.model.json_text import loads
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -40,7 +40,7 @@ class Step:
     def from_record(cls, r: Any) -> Step:
         result = r["result"]
         if result is not None:  # jsonb as text (a JSON null is text too: "null")
-            result = json.loads(result)
+            result = loads(result)
         return cls(r["name"], r["attempt"], result, r["worker_id"], r["recorded_at"])
 
 
