@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import threading
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 import asyncpg
 import pytest
@@ -16,7 +18,8 @@ from pydantic import BaseModel
 from jobqueue import waiter
 from jobqueue.app import JobQueue
 from jobqueue.context import JobContext
-from jobqueue.db.records import ClaimedJob
+from jobqueue.db.records import ClaimedJob, ProgressReport
+from jobqueue.db.store import Store
 from jobqueue.model.job import JobNotFound, JobStatus
 from jobqueue.testing import drain
 from jobqueue.worker.progress import ProgressWriter
@@ -234,6 +237,69 @@ async def test_progress_of_a_stale_attempt_is_not_written(jq: JobQueue) -> None:
     for fraction in (1.5, float("nan"), float("inf")):  # jsonb has no NaN nor Infinity
         with pytest.raises(ValueError, match="fraction must be a finite number from 0 to 1"):
             writer.report(claimed, fraction, None)
+
+
+class HeldFirstWrite:
+    """A store whose first progress write waits until a second write begins (or half a
+    second passes), as a slow connection would, before it writes."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._second_began = asyncio.Event()
+        self.writes = 0
+
+    async def progress(self, *, reports: Sequence[ProgressReport], worker_id: str) -> int:
+        self.writes += 1
+        if self.writes == 1:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._second_began.wait(), 0.5)
+        else:
+            self._second_began.set()
+        return await self._store.progress(reports=reports, worker_id=worker_id)
+
+
+async def held_writer(jq: JobQueue) -> tuple[ClaimedJob, HeldFirstWrite, ProgressWriter]:
+    """A job "some-worker" holds, and a progress writer whose first write is held."""
+    job = await jq.enqueue("reports")
+    store = await jq.store()
+    [claimed] = await store.claim(
+        queue=job.queue, limit=1, worker_id="some-worker", lease_seconds=60
+    )
+    held = HeldFirstWrite(store)
+    return claimed, held, ProgressWriter(cast(Store, held), "some-worker", 3600.0)
+
+
+async def test_an_older_report_never_lands_over_a_newer_one(jq: JobQueue) -> None:
+    claimed, held, writer = await held_writer(jq)
+    writer.report(claimed, 0.1, "started")
+    older = asyncio.create_task(writer.flush())
+    await asyncio.sleep(0)  # the older report is taken, and its write held
+    writer.report(claimed, 0.7, "almost")
+    settling = writer.settle(claimed.id)
+    assert settling is not None
+    await settling  # what a worker awaits before it writes the job's outcome
+    await older
+    stored = await jq.get(claimed.id)
+    assert stored is not None
+    assert stored.progress is not None
+    assert (stored.progress.fraction, stored.progress.message) == (0.7, "almost")
+    assert held.writes == 2
+
+
+async def test_a_report_being_written_is_awaited_before_the_outcome(jq: JobQueue) -> None:
+    claimed, held, writer = await held_writer(jq)
+    writer.report(claimed, 0.7, "almost")
+    writing = asyncio.create_task(writer.flush())
+    await asyncio.sleep(0)  # taken by that write, which is held: none left unwritten
+    settling = writer.settle(claimed.id)
+    assert settling is not None  # else the outcome could commit first and fence it out
+    await settling
+    assert writing.done()
+    stored = await jq.get(claimed.id)
+    assert stored is not None
+    assert stored.progress is not None
+    assert stored.progress.fraction == 0.7
+    assert held.writes == 1  # the settle had nothing of its own to write
 
 
 async def test_context_log_is_bound_to_the_job(

@@ -40,6 +40,10 @@ class ProgressWriter:
         # Reports come from handler threads too: the lock guards the latest ones.
         self._lock = threading.Lock()
         self._latest: dict[int, ProgressReport] = {}
+        # One write at a time: two writes on two connections could commit out of
+        # order, and a job's older report land over its newer one.
+        self._writing = asyncio.Lock()
+        self._in_flight: frozenset[int] = frozenset()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reported = asyncio.Event()
         self.signals = ProgressSignals()
@@ -76,8 +80,11 @@ class ProgressWriter:
         """What to await to write ``job_id``'s unwritten report before its outcome is
         written (an ended attempt shows its last progress, not the one before); None
         when it has none. (Not a coroutine: most attempts report nothing, and need not
-        pay for one.) Never raises: progress must not fail a job."""
-        return self._settle() if job_id in self._latest else None
+        pay for one.) A report another write holds counts too: that write is awaited,
+        since an outcome committed first would fence it out. Never raises: progress
+        must not fail a job."""
+        pending = job_id in self._latest or job_id in self._in_flight
+        return self._settle() if pending else None
 
     async def _settle(self) -> None:
         try:
@@ -86,9 +93,14 @@ class ProgressWriter:
             log_failure(log, exc, "writing progress failed", "progress not written")
 
     async def flush(self) -> None:
-        with self._lock:
-            latest, self._latest = self._latest, {}
-        if not latest:
-            return
-        await self._store.progress(reports=list(latest.values()), worker_id=self._worker_id)
+        async with self._writing:
+            with self._lock:
+                latest, self._latest = self._latest, {}
+            if not latest:
+                return
+            self._in_flight = frozenset(latest)
+            try:
+                await self._store.progress(reports=list(latest.values()), worker_id=self._worker_id)
+            finally:
+                self._in_flight = frozenset()
         self.signals.written.fire(len(latest))
