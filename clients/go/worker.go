@@ -52,7 +52,10 @@ type WorkerConfig struct {
 	GracePeriod time.Duration
 	// BatchWindow: how long outcomes are gathered before they are sent together
 	// (POST /outcomes), and how long a busy worker gathers freed slots before it
-	// claims for them (at most; at once when half its slots are free). Default 5 ms.
+	// claims for them (at most; at once when half its slots are free). Default 1 ms:
+	// a no-op drain ran 1.3 times faster than at 5 ms, for no more of the server's
+	// CPU per job, and with 10 ms handlers at the same rate and within a few percent
+	// of the CPU. A longer window sends fewer, larger requests, each outcome later.
 	BatchWindow time.Duration
 	// Logger receives the worker's few lines (start, stop, failures to reach the
 	// server, lost leases). Default: log.Default(); log.New(io.Discard, "", 0)
@@ -228,7 +231,7 @@ func (w *Worker) configure() error {
 		c.GracePeriod = 30 * time.Second
 	}
 	if c.BatchWindow <= 0 {
-		c.BatchWindow = 5 * time.Millisecond
+		c.BatchWindow = time.Millisecond
 	}
 	w.free = c.Concurrency
 	return nil
