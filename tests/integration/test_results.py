@@ -246,11 +246,13 @@ class HeldFirstWrite:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._second_began = asyncio.Event()
+        self.first_began = asyncio.Event()
         self.writes = 0
 
     async def progress(self, *, reports: Sequence[ProgressReport], worker_id: str) -> int:
         self.writes += 1
         if self.writes == 1:
+            self.first_began.set()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._second_began.wait(), 0.5)
         else:
@@ -273,7 +275,7 @@ async def test_an_older_report_never_lands_over_a_newer_one(jq: JobQueue) -> Non
     claimed, held, writer = await held_writer(jq)
     writer.report(claimed, 0.1, "started")
     older = asyncio.create_task(writer.flush())
-    await asyncio.sleep(0)  # the older report is taken, and its write held
+    await held.first_began.wait()  # the older report is taken, and its write held
     writer.report(claimed, 0.7, "almost")
     settling = writer.settle(claimed.id)
     assert settling is not None
@@ -290,7 +292,7 @@ async def test_a_report_being_written_is_awaited_before_the_outcome(jq: JobQueue
     claimed, held, writer = await held_writer(jq)
     writer.report(claimed, 0.7, "almost")
     writing = asyncio.create_task(writer.flush())
-    await asyncio.sleep(0)  # taken by that write, which is held: none left unwritten
+    await held.first_began.wait()  # taken by that write, which is held: none left unwritten
     settling = writer.settle(claimed.id)
     assert settling is not None  # else the outcome could commit first and fence it out
     await settling
