@@ -649,8 +649,11 @@ async def api(s: Session, dsn: str, log_dir: Path, valgrind: bool) -> AsyncItera
     port = free_port()
     prefix = callgrind(log_dir, "api") if valgrind else []
     command = [*prefix, sys.executable, str(SCRIPT), "_api"]
+    # The poll interval is also how long the API trusts what it read of a queue's limit
+    # (the HTTP claim's queue_limited.sql): an hour, like the worker's.
     env = child_env(DATABASE_URL=dsn, PORT=str(port), JOBQUEUE_SCHEMA=SCHEMA,
-                    JOBQUEUE_LOG_LEVEL="warning")  # fmt: skip
+                    JOBQUEUE_LOG_LEVEL="warning",
+                    POLL_INTERVAL_SECONDS=str(QUIET_SECONDS))  # fmt: skip
 
     async def ready(proc: asyncio.subprocess.Process) -> None:
         import httpx
@@ -669,15 +672,19 @@ async def api(s: Session, dsn: str, log_dir: Path, valgrind: bool) -> AsyncItera
 
 def api_main() -> None:
     """`jobqueue api`, with nothing on a timer: the tokens reread every half second of
-    requests (the budget's measure of that would be a measure of the machine's speed)
-    and the metrics' sampling."""
+    requests (the budget's measure of that would be a measure of the machine's speed),
+    the metrics' sampling, and an HTTP worker's row renewed by a claim a second after
+    the last (worker_register.sql: counted in http_work whenever its warm-up and
+    filling took longer than that, as in CI on 2026-12-07)."""
     # Here, not above: only this process loads the HTTP stack.
     from jobqueue import cli
     from jobqueue.auth import authenticator as auth
+    from jobqueue.http_workers import service
     from jobqueue.observability import metrics
 
     auth.REFRESH_SECONDS = auth.MAX_AGE_SECONDS = QUIET_SECONDS
     metrics.FLUSH_SECONDS = QUIET_SECONDS
+    service.ANNOUNCE_SECONDS = QUIET_SECONDS
     cli.main(["api"])
 
 
