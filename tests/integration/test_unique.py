@@ -5,6 +5,7 @@ server's and the CLI's: acceptance/)."""
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import asyncpg
@@ -58,6 +59,62 @@ async def test_unique_for_holds_the_key_after_completion_but_not_after_failure(
     await jq.wait(failed.id, timeout=15)
     assert (await jq.enqueue("ok", unique_key="k1")).id == done.id
     assert (await jq.enqueue("bad", unique_key="k2")).id != failed.id
+
+
+async def test_every_key_of_jobs_ended_in_one_statement_is_released_and_a_retry_holds_again(
+    jq: JobQueue, start_worker: StartWorker, db: asyncpg.Connection, schema: str
+) -> None:
+    """The keys' trigger does the work of a whole statement at its first row that ends
+    (or revives) a job: cancel_many ends three in one UPDATE, and a retry brings one
+    back; each key must follow its own job."""
+    add_ok_and_bad_tasks(jq)
+    jobs = [
+        await jq.enqueue("ok", {"n": n}, unique_key=f"k{n}", unique_for=3600) for n in (1, 2, 3)
+    ]
+    assert (await jq.cancel_many(type="ok"))["cancelled"] == 3
+    held = await db.fetch(
+        f"SELECT key, held_until = 'infinity' AS held FROM \"{schema}\".unique_keys ORDER BY key"
+    )
+    assert [(r["key"], r["held"]) for r in held] == [("k1", False), ("k2", False), ("k3", False)]
+    taken = await jq.enqueue("ok", {"n": 1}, unique_key="k1", unique_for=3600)
+    assert taken.id not in {j.id for j in jobs}  # a cancelled job's key is free at once
+    await jq.retry(jobs[2].id)  # pending again: its key, still its own, is held again
+    assert (await jq.enqueue("ok", unique_key="k3", unique_for=3600)).id == jobs[2].id
+    await start_worker()
+    for job in (taken, jobs[2]):
+        await jq.wait(job.id, timeout=15)
+    # completed, with unique_for: held for an hour after, by the job that completed
+    assert (await jq.enqueue("ok", unique_key="k1")).id == taken.id
+    assert (await jq.enqueue("ok", unique_key="k3")).id == jobs[2].id
+    assert (await jq.enqueue("ok", unique_key="k2")).id not in {j.id for j in jobs}
+
+
+async def test_a_claim_calls_no_trigger_but_the_counters_and_an_end_calls_the_keys_once(
+    jq: JobQueue, db: asyncpg.Connection, schema: str
+) -> None:
+    """What a claim (pending to running) and a completion of plain and keyed jobs call,
+    as EXPLAIN ANALYZE reports each trigger a statement called: a key's trigger has
+    nothing to do while its job stays held, and does a statement's keys at once."""
+    add_ok_and_bad_tasks(jq)
+    ids = [(await jq.enqueue("ok")).id]
+    ids += [(await jq.enqueue("ok", {"n": n}, unique_key=f"t{n}")).id for n in (1, 2, 3)]
+
+    async def called(status: str) -> dict[str, int]:
+        plan = await db.fetch(
+            f'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) UPDATE "{schema}".jobs '
+            "SET status = $1 WHERE id = ANY($2::bigint[])",
+            status,
+            ids,
+        )
+        found = (re.match(r"Trigger (\w+): calls=(\d+)", r[0]) for r in plan)
+        return {m[1]: int(m[2]) for m in found if m}
+
+    assert await called("running") == {"jobs_count_updated": 1}
+    assert await called("completed") == {"jobs_count_updated": 1, "jobs_unique_keys": 1}
+    freed = await db.fetchval(
+        f"SELECT count(*) FROM \"{schema}\".unique_keys WHERE held_until <> 'infinity'"
+    )
+    assert freed == 3
 
 
 async def test_concurrent_enqueues_store_one_job(

@@ -580,6 +580,22 @@ END;
 $_$;
 
 --
+-- Name: spawn_step_due(boolean, boolean, text, text, cid); Type: FUNCTION; Schema: jobqueue; Owner: -
+--
+
+CREATE FUNCTION jobqueue.spawn_step_due(spawned boolean, parent boolean, old_status text, new_status text, command cid) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    RETURN ((spawned AND new_status IN ('completed', 'failed', 'cancelled'))
+            OR (parent AND old_status NOT IN ('completed', 'failed', 'cancelled')
+                AND new_status IN ('failed', 'cancelled')))
+       AND current_setting('jobqueue.spawn_step', true) IS DISTINCT FROM command::text
+       AND set_config('jobqueue.spawn_step', command::text, true) IS NOT NULL;
+END;
+$$;
+
+--
 -- Name: unique_holder(text); Type: FUNCTION; Schema: jobqueue; Owner: -
 --
 
@@ -592,6 +608,21 @@ FROM "jobqueue".unique_keys AS k
 JOIN "jobqueue".jobs AS j ON j.id = k.job_id
 WHERE k.key = $1
 $_$;
+
+--
+-- Name: unique_keys_due(text, text, cid); Type: FUNCTION; Schema: jobqueue; Owner: -
+--
+
+CREATE FUNCTION jobqueue.unique_keys_due(old_status text, new_status text, command cid) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    RETURN NOT (old_status IN ('blocked', 'pending', 'running', 'waiting')
+                AND new_status IN ('blocked', 'pending', 'running', 'waiting'))
+       AND current_setting('jobqueue.unique_keys', true) IS DISTINCT FROM command::text
+       AND set_config('jobqueue.unique_keys', command::text, true) IS NOT NULL;
+END;
+$$;
 
 --
 -- Name: workflow_step(); Type: FUNCTION; Schema: jobqueue; Owner: -
@@ -846,6 +877,21 @@ BEGIN
     RETURN NULL;
 END;
 $_$;
+
+--
+-- Name: workflow_step_due(text, text, cid); Type: FUNCTION; Schema: jobqueue; Owner: -
+--
+
+CREATE FUNCTION jobqueue.workflow_step_due(old_status text, new_status text, command cid) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    RETURN (new_status IN ('completed', 'failed', 'cancelled')
+            OR old_status IN ('failed', 'cancelled'))
+       AND current_setting('jobqueue.workflow_step', true) IS DISTINCT FROM command::text
+       AND set_config('jobqueue.workflow_step', command::text, true) IS NOT NULL;
+END;
+$$;
 
 --
 -- Name: api_tokens; Type: TABLE; Schema: jobqueue; Owner: -
@@ -1573,19 +1619,19 @@ CREATE TRIGGER jobs_notify_inserted AFTER INSERT ON jobqueue.jobs REFERENCING NE
 -- Name: jobs jobs_spawn_step; Type: TRIGGER; Schema: jobqueue; Owner: -
 --
 
-CREATE TRIGGER jobs_spawn_step AFTER UPDATE ON jobqueue.jobs REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH ROW WHEN (((((new.spawned_by IS NOT NULL) AND (old.status IS DISTINCT FROM new.status) AND (new.status = ANY (ARRAY['completed'::text, 'failed'::text, 'cancelled'::text]))) OR ((new.children_left IS NOT NULL) AND (old.status <> ALL (ARRAY['completed'::text, 'failed'::text, 'cancelled'::text])) AND (new.status = ANY (ARRAY['failed'::text, 'cancelled'::text])))) AND (current_setting('jobqueue.spawn_step'::text, true) IS DISTINCT FROM (new.cmin)::text) AND (set_config('jobqueue.spawn_step'::text, (new.cmin)::text, true) IS NOT NULL))) EXECUTE FUNCTION jobqueue.spawn_step();
+CREATE TRIGGER jobs_spawn_step AFTER UPDATE ON jobqueue.jobs REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH ROW WHEN ((((new.spawned_by IS NOT NULL) OR (new.children_left IS NOT NULL)) AND (old.status IS DISTINCT FROM new.status) AND jobqueue.spawn_step_due((new.spawned_by IS NOT NULL), (new.children_left IS NOT NULL), old.status, new.status, new.cmin))) EXECUTE FUNCTION jobqueue.spawn_step();
 
 --
 -- Name: jobs jobs_unique_keys; Type: TRIGGER; Schema: jobqueue; Owner: -
 --
 
-CREATE TRIGGER jobs_unique_keys AFTER UPDATE ON jobqueue.jobs REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION jobqueue.release_unique_keys();
+CREATE TRIGGER jobs_unique_keys AFTER UPDATE ON jobqueue.jobs REFERENCING NEW TABLE AS new_rows FOR EACH ROW WHEN (((new.unique_key IS NOT NULL) AND (old.status IS DISTINCT FROM new.status) AND jobqueue.unique_keys_due(old.status, new.status, new.cmin))) EXECUTE FUNCTION jobqueue.release_unique_keys();
 
 --
 -- Name: jobs jobs_workflow_step; Type: TRIGGER; Schema: jobqueue; Owner: -
 --
 
-CREATE TRIGGER jobs_workflow_step AFTER UPDATE ON jobqueue.jobs REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH ROW WHEN (((new.workflow_id IS NOT NULL) AND (old.status IS DISTINCT FROM new.status) AND ((new.status = ANY (ARRAY['completed'::text, 'failed'::text, 'cancelled'::text])) OR (old.status = ANY (ARRAY['failed'::text, 'cancelled'::text]))) AND (current_setting('jobqueue.workflow_step'::text, true) IS DISTINCT FROM (new.cmin)::text) AND (set_config('jobqueue.workflow_step'::text, (new.cmin)::text, true) IS NOT NULL))) EXECUTE FUNCTION jobqueue.workflow_step();
+CREATE TRIGGER jobs_workflow_step AFTER UPDATE ON jobqueue.jobs REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH ROW WHEN (((new.workflow_id IS NOT NULL) AND (old.status IS DISTINCT FROM new.status) AND jobqueue.workflow_step_due(old.status, new.status, new.cmin))) EXECUTE FUNCTION jobqueue.workflow_step();
 
 --
 -- Name: job_attempts job_attempts_job_id_fkey; Type: FK CONSTRAINT; Schema: jobqueue; Owner: -
