@@ -64,6 +64,9 @@ async def test_a_signal_over_http_wakes_a_waiting_job(
         bad = approvals.post("/signals", json={"name": "", "job_id": job_id})
         assert bad.status_code == 422, bad.text
         assert bad.json()["detail"][0]["loc"] == ["body", "name"]
+        nul = approvals.post("/signals", json={**signal, "name": "approved\u0000"})
+        assert nul.status_code == 422, nul.text  # PostgreSQL's text holds no NUL
+        assert nul.json()["detail"][0]["loc"] == ["body", "name"]
         missing = approvals.post("/signals", json={**signal, "job_id": 10**12})
         assert missing.status_code == 404, missing.text
 

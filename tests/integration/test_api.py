@@ -322,6 +322,8 @@ async def test_a_workflow_with_a_number_json_does_not_have_stores_nothing(
         ("/jobs?limit=0", 422, "greater than or equal to 1"),
         ("/jobs?after=x", 422, "valid integer"),
         ("/jobs?queue=%00", 422, "NUL character"),
+        ("/audit?actor=a%00", 422, "NUL character"),
+        ("/schedules?after=a%00", 422, "NUL character"),
     ],
 )
 async def test_bad_lookup_is_refused(

@@ -293,6 +293,8 @@ async def test_a_signal_sent_before_the_wait_and_one_after_both_arrive(
     with pytest.raises(SignalRefused) as missing:
         await jq.signal(10**12, "approved")
     assert not missing.value.ended
+    with pytest.raises(ValueError, match="NUL character"):
+        await jq.signal(job.id, "approved\x00")
     # Signals go with their job.
     store = await jq.store()
     assert len(await store.db.fetch(KEPT_SIGNALS.format(schema=store.schema), job.id)) == 2

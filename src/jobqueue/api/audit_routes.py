@@ -10,6 +10,7 @@ from jobqueue.api.schemas import AuditList
 from jobqueue.app import JobQueue
 from jobqueue.audit import Action
 from jobqueue.auth.authenticator import require
+from jobqueue.enqueue.new_job import StorableText
 from jobqueue.model.tokens import Principal, Scope
 
 router = APIRouter()
@@ -22,7 +23,7 @@ router = APIRouter()
     responses={
         401: {"description": "No token, or a token that is unknown, expired or revoked"},
         403: {"description": "The token lacks the `admin` scope"},
-        422: {"description": "Invalid query parameter (`limit`, `after`, `action`)"},
+        422: {"description": "Invalid query parameter (`actor`, `limit`, `after`, `action`)"},
         503: {"description": "Database unavailable"},
     },
 )
@@ -30,7 +31,8 @@ async def list_audit(
     request: Request,
     who: Annotated[Principal, require(Scope.ADMIN)],
     actor: Annotated[
-        str | None, Query(description="Only actions of this token (`cli:<user>`, `anonymous`).")
+        StorableText | None,
+        Query(description="Only actions of this token (`cli:<user>`, `anonymous`)."),
     ] = None,
     action: Annotated[Action | None, Query(description="Only this action.")] = None,
     limit: Annotated[int, Query(ge=1, le=500, description="Page size.")] = 50,

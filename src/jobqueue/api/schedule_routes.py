@@ -23,7 +23,15 @@ from jobqueue.app import JobQueue
 from jobqueue.audit import Actor
 from jobqueue.auth import access
 from jobqueue.auth.authenticator import require
-from jobqueue.enqueue.new_job import Int32, JobType, Meta, Payload, QueueName, Tags
+from jobqueue.enqueue.new_job import (
+    Int32,
+    JobType,
+    Meta,
+    Payload,
+    QueueName,
+    StorableText,
+    Tags,
+)
 from jobqueue.model.job import Job
 from jobqueue.model.schedule_timing import (
     NAME_PATTERN,
@@ -179,7 +187,9 @@ async def create_schedule(
 async def list_schedules(
     request: Request,
     who: Annotated[Principal, require(Scope.READ)],
-    after: Annotated[str | None, Query(description="The last name of the page before.")] = None,
+    after: Annotated[
+        StorableText | None, Query(description="The last name of the page before.")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> ScheduleList:
     """Every schedule, by name, with its next five run times and its last job, those

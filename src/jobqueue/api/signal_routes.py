@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from jobqueue.api.responses import BODY, INVALID, JOB_NOT_FOUND, UNAVAILABLE, conflict, declare
 from jobqueue.api.schemas import JobId
@@ -17,6 +17,7 @@ from jobqueue.audit import Actor
 from jobqueue.auth import access
 from jobqueue.auth.authenticator import require
 from jobqueue.durable.signals import MAX_NAME, SignalRefused
+from jobqueue.model import fields
 from jobqueue.model.job import JobNotFound
 from jobqueue.model.tokens import Principal, Scope
 
@@ -31,9 +32,9 @@ class NewSignal(BaseModel):
         },
     )
 
-    name: Annotated[str, Field(min_length=1, max_length=MAX_NAME)] = Field(
-        description="The name the handler waits for: ctx.wait_for_signal(name)."
-    )
+    name: Annotated[
+        str, Field(min_length=1, max_length=MAX_NAME), AfterValidator(fields.storable)
+    ] = Field(description="The name the handler waits for: ctx.wait_for_signal(name).")
     job_id: JobId = Field(description="The job to signal.")
     payload: Any = Field(
         default=None, description="What ctx.wait_for_signal returns: any JSON value."

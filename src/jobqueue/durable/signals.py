@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobqueue import results
 from jobqueue.durable.steps import NOT_RECORDED, Suspended, after
+from jobqueue.model import fields
 from jobqueue.model.steps import SIGNAL
 
 if TYPE_CHECKING:
@@ -106,6 +107,7 @@ async def wait_for_signal(run: DurableRun, name: str, timeout: float | None) -> 
 def check_name(name: Any) -> None:
     if not isinstance(name, str) or not 1 <= len(name) <= MAX_NAME:
         raise ValueError(f"a signal's name is a string of 1 to {MAX_NAME} characters")
+    fields.storable(name)
 
 
 # A signal's name is an identifier, not a message: its payload carries the message.
