@@ -4,6 +4,7 @@ concurrency and fenced writes."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 import threading
@@ -15,9 +16,13 @@ import pytest
 
 from jobqueue import JobContext
 from jobqueue.app import JobQueue
+from jobqueue.config import Settings
 from jobqueue.context import SyncJobContext
+from jobqueue.db.records import ClaimedJob
+from jobqueue.db.store import Store
 from jobqueue.model.job import JobStatus
 from jobqueue.worker.completer import Completer
+from jobqueue.worker.worker import Worker
 from tests.integration.conftest import StartWorker
 
 pytestmark = pytest.mark.anyio
@@ -170,6 +175,75 @@ async def test_no_more_than_worker_count_jobs_run_at_once(
     for job in jobs:
         assert (await jq.wait(job.id, timeout=15)).status == JobStatus.COMPLETED
     assert peak == 3
+
+
+async def test_a_busy_worker_sends_its_next_claim_before_the_jobs_it_claimed_run(
+    jq: JobQueue, start_worker: StartWorker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claim that filled every slot it asked for, with slots still free, is followed
+    at once by the next, on the same connection: the jobs just claimed run while the
+    database answers it. Given back and taken again, the connection cost turns of the
+    event loop in which those jobs ran first, and the next claim waited for them (a
+    fifth of a drain of tiny jobs, docs/benchmarks.md)."""
+    sent = 0
+    claim = Store.claim
+
+    async def counted(self: Store, **kw: Any) -> list[ClaimedJob]:
+        nonlocal sent
+        sent += 1
+        return await claim(self, **kw)
+
+    monkeypatch.setattr(Store, "claim", counted)
+    seen: list[int] = []
+    all_ran = asyncio.Event()
+
+    @jq.task("tiny")
+    async def tiny(payload: dict[str, Any]) -> None:
+        seen.append(sent)  # how many claims had gone out when this job ran
+        if len(seen) == 1200:
+            all_ran.set()
+
+    await jq.enqueue_many("tiny", [{}] * 1200)
+    await start_worker(worker_count=1000)  # claims of 500, the most one takes
+    await asyncio.wait_for(all_ran.wait(), 30)
+    assert seen[:500] == [2] * 500
+
+
+async def test_with_one_pooled_connection_outcomes_are_written_between_claims(
+    settings: Settings, db: asyncpg.Connection, schema: str
+) -> None:
+    """`jobqueue worker` has one pooled connection by default: claims that follow one
+    another on it stop once they have filled the worker's slots, so that its outcomes
+    are written while a backlog drains, not after it (leases would run out meanwhile)."""
+    ran = 0
+    drained = asyncio.Event()
+    async with JobQueue(settings=dataclasses.replace(settings, pool_size=1)) as jq:
+
+        @jq.task("tiny")
+        async def tiny(payload: dict[str, Any]) -> None:
+            nonlocal ran
+            ran += 1
+            if ran == 6000:
+                drained.set()
+
+        await jq.enqueue_many("tiny", [{}] * 6000)
+        worker = Worker(
+            await jq.pool(), jq.dsn, dataclasses.replace(jq.settings, worker_count=1000), jq.tasks
+        )
+        seen: list[tuple[int, int]] = []
+        await worker.start()
+        try:
+            while not drained.is_set():
+                row = await db.fetchrow(
+                    f"SELECT count(*) FILTER (WHERE status = 'completed') AS done,"
+                    f" count(*) FILTER (WHERE status = 'pending') AS left"
+                    f' FROM "{schema}".jobs'
+                )
+                seen.append((row["done"], row["left"]))
+                await asyncio.sleep(0.002)
+        finally:
+            await worker.stop(asyncio.Event())
+    assert any(done > 0 and left > 0 for done, left in seen), seen
 
 
 async def test_a_write_from_a_replaced_attempt_changes_nothing(

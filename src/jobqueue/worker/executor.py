@@ -106,6 +106,11 @@ class Executor:
         self.signals = ExecutorSignals()
 
     @property
+    def slots(self) -> int:
+        """Jobs this executor runs at once (WORKER_COUNT)."""
+        return self._slots
+
+    @property
     def free_slots(self) -> int:
         return self._slots - len(self._running)
 

@@ -242,41 +242,62 @@ class Producer:
     async def claim(self, free: int) -> bool:
         """Claim up to ``free`` jobs across the queues; True if one may have more due.
 
-        One pooled connection for the pass, taken for it alone: a connection kept
-        across passes would sleep with the producer, and one whose backend is killed
+        One pooled connection, taken for these passes alone: a connection kept while
+        the producer sleeps would sleep with it, and one whose backend is killed
         meanwhile is handed back to the pool by asyncpg under the producer's hands.
-        Claimed jobs start before the connection goes back, so that giving it back
-        (a task of asyncpg's, a turn of the event loop) is not on the path to their start.
+        A pass that filled every slot it asked for is followed at once by another on
+        the same connection, while slots are free: its claim is sent before the jobs
+        just claimed run. Giving the connection back and taking it again are turns of
+        the event loop, in which every job just started runs first, so the next claim
+        would wait for them, and they for it (a fifth of a busy worker's drain). When
+        the pool has no other connection to give (`jobqueue worker`'s default of one),
+        the passes stop once they have claimed as many jobs as the worker has slots,
+        so that the outcomes are written between them. Claimed jobs start before the
+        connection goes back, so that giving it back is not on the path to their start
+        either.
         """
+        before = self.claimed
+        pool = self._store.pool
+        async with self._store.connection() as store:
+            while True:
+                more = await self._pass(store, free)
+                free = self._free()
+                if not more or free <= 0 or self._stopping:
+                    return more
+                spare = pool.get_idle_size() > 0 or pool.get_size() < pool.get_max_size()
+                if not spare and self.claimed - before >= self._executor.slots:
+                    return more
+
+    async def _pass(self, store: Store, free: int) -> bool:
+        """One claim pass over the queues, from a different one each time."""
         more = False
         if not self._notified_reliably() or time.monotonic() >= self._full_scan_at:
             self._resume.clear()
             self._full_scan_at = time.monotonic() + FULL_SCAN_SECONDS
         # Start from a different queue each time so no queue starves the others.
         self._turn = (self._turn + 1) % len(self.queues)
-        async with self._store.connection() as store:
-            if time.monotonic() >= self._limited_at:
-                self._limited = await store.queue_limited(queues=self.queues)
-                self._limited_at = time.monotonic() + self._poll_interval
-            self._limited_short = False
-            self._slots_short = False
-            for queue in self.queues[self._turn :] + self.queues[: self._turn]:
-                if free == 0 or self._stopping:
-                    self._slots_short = True
-                    break
-                limit = self._limits.get(queue)
-                running = self._executor.running_in(queue)
-                wanted = free if limit is None else min(free, limit - running)
-                if wanted <= 0:
-                    self._slots_short = True  # at its limit: a finishing job of it wakes us
-                    continue
-                claim = self._claim_limited if queue in self._limited else self._claim_free
-                jobs = await claim(store, queue, wanted)
-                if jobs is None:
-                    continue  # nothing to start, and no claim made
-                self._started(jobs)
-                more = more or len(jobs) == wanted
-                free -= len(jobs)
+        if time.monotonic() >= self._limited_at:
+            self._limited = await store.queue_limited(queues=self.queues)
+            self._limited_at = time.monotonic() + self._poll_interval
+        self._limited_short = False
+        self._slots_short = False
+        for queue in self.queues[self._turn :] + self.queues[: self._turn]:
+            if free == 0 or self._stopping:
+                self._slots_short = True
+                break
+            limit = self._limits.get(queue)
+            running = self._executor.running_in(queue)
+            wanted = free if limit is None else min(free, limit - running)
+            if wanted <= 0:
+                self._slots_short = True  # at its limit: a finishing job of it wakes us
+                continue
+            claim = self._claim_limited if queue in self._limited else self._claim_free
+            jobs = await claim(store, queue, wanted)
+            if jobs is None:
+                continue  # nothing to start, and no claim made
+            self._started(jobs)
+            more = more or len(jobs) == wanted
+            free -= len(jobs)
         # Slots ran out before the queues did, or may have: the next freed slot wakes us.
         self._slots_short = self._slots_short or more or free == 0
         return more
