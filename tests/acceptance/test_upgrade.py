@@ -1,16 +1,18 @@
 """The upgrade rule (CHANGELOG.md): the processes of the previous release keep working
 while this release's migrations are applied, and beside this release's processes.
 
-The previous release is the newest `v*` tag before this commit. It is installed from a
+The previous release is the newest `v*` tag before this commit, or where the clone
+has no tags, the commit CHANGELOG.md says it was tagged at. It is installed from a
 git worktree at that tag into a virtualenv of its own, as a user's deployment holds it:
 its own package, version and metadata. Nothing is fetched to build it: the build uses
 this checkout's setuptools (the dev extra) and the release runs on this checkout's
 dependencies, which that virtualenv sees through a .pth file; a release that changed its
-dependencies would need them installed there instead. Until a release is tagged before
-this commit, the previous release is this commit itself."""
+dependencies would need them installed there instead. With no release before this
+commit, the previous release is this commit itself."""
 
 from __future__ import annotations
 
+import re
 import site
 import subprocess
 import sys
@@ -37,12 +39,23 @@ def git(*args: str) -> str:
 
 
 def previous_release() -> str:
-    """The newest release tag reachable from HEAD that is not HEAD's own; else HEAD."""
+    """The newest release before HEAD: its tag, or, in a clone that did not bring the
+    tags along, the commit CHANGELOG.md names for it ("tagged `v0.1.0` at commit
+    `daa43c5`"); HEAD itself if there is none."""
     head = git("rev-parse", "HEAD")
     for tag in git("tag", "--merged", "HEAD", "--list", "v*", "--sort=-v:refname").split():
         if git("rev-list", "-n", "1", tag) != head:
             return tag
+    for commit in RELEASED.findall((ROOT / "CHANGELOG.md").read_text(encoding="utf-8")):
+        ancestor = ["git", "-C", str(ROOT), "merge-base", "--is-ancestor", commit, "HEAD"]
+        found = subprocess.run(ancestor, capture_output=True).returncode == 0
+        if found and git("rev-parse", commit) != head:
+            return commit
     return head
+
+
+# A release's section in CHANGELOG.md, newest first, names the commit it was tagged at.
+RELEASED = re.compile(r"tagged `v[0-9][^`]*` at commit `([0-9a-f]{7,40})`")
 
 
 def installed(revision: str, into: Path) -> str:
