@@ -4360,7 +4360,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid query parameter (`limit`, `after`, `action`) */
+            /** @description Invalid query parameter (`actor`, `limit`, `after`, `action`) */
             422: {
                 headers: {
                     [name: string]: unknown;
