@@ -158,7 +158,7 @@ WORKLOADS = (
     Workload("http_work", "api", "{n} no-op jobs worked over HTTP through `jobqueue api` "
              f"(docs/http-workers.md): POST /claims of up to {HTTP_BATCH}, each carrying the "
              "outcomes of the jobs the claim before it handed out, as the clients' workers "
-             "send them", 2 * HTTP_BATCH, 1000, 500),
+             "send them", 10 * HTTP_BATCH, 1000, 500),
     Workload("drain", "worker", "{n} no-op jobs, pending in a paused queue, drained from its "
              "resume by the Worker as bench/jobqueue_runner.py runs it (WORKER_COUNT 1000, "
              "claims of up to 500)", 500, 2000, 1000, batched=True),

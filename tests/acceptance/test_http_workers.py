@@ -406,8 +406,8 @@ async def test_batches_renew_and_end_many_jobs_each_answered(
 async def test_a_claim_carries_the_outcomes_of_the_batch_before_it(
     api: tuple[str, Process], db: asyncpg.Connection, schema: str
 ) -> None:
-    """One request per batch: the outcomes go with the next claim, are applied first
-    (their slots are the ones it fills), and are answered in order beside the jobs."""
+    """One request per batch: the outcomes go with the next claim, are applied while it
+    is made, and are answered in order beside the jobs."""
     base, _ = api
     token = await make_token(db, schema, "carrier", WORK)
     async with httpx.AsyncClient(base_url=base) as client:

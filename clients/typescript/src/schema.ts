@@ -730,9 +730,10 @@ export interface paths {
          *     `lease_seconds`: with nothing due, the answer waits up to `wait_seconds` for one,
          *     woken as soon as one is enqueued, then is an empty list. A job claimed for a client
          *     that went away meanwhile is handed back at once, its attempt not counted. The
-         *     `outcomes` it carries (as POST /outcomes takes them) are applied first, and
-         *     answered in `outcomes`: one request per batch for a worker's outcomes and its next
-         *     claim.
+         *     `outcomes` it carries (as POST /outcomes takes them) are applied while the claim
+         *     is made, and answered in `outcomes`: one request per batch for a worker's outcomes
+         *     and its next claim. If they cannot be applied, the claim's jobs are handed back
+         *     before the error is answered.
          *
          *     Scope: `jobs:work` (or `admin`).
          */
@@ -1166,7 +1167,7 @@ export interface components {
             lease_seconds?: number | null;
             /**
              * Outcomes
-             * @description Outcomes of jobs this worker ran, applied before the claim is made (as POST /outcomes would apply them): the worker's next claim and its last outcomes in one request.
+             * @description Outcomes of jobs this worker ran, applied while the claim is made (as POST /outcomes would apply them): the worker's next claim and its last outcomes in one request. A job they make claimable (a released workflow child, a freed concurrency slot) goes to a later claim.
              */
             outcomes?: components["schemas"]["OutcomeIn"][];
         };

@@ -41,7 +41,7 @@ export class WorkClient {
     return (await this.claimAndReport(order, options)).jobs;
   }
 
-  /** A claim that carries `order.outcomes` (as outcomes() takes them), applied before it
+  /** A claim that carries `order.outcomes` (as outcomes() takes them), applied while it
    * is made: the jobs, and each outcome's answer in order. One request for a worker's
    * finished batch and its next one. */
   async claimAndReport(order: ClaimRequest, options: CallOptions = {}): Promise<ClaimAnswer> {

@@ -5,6 +5,7 @@ holds its job is a 409 and changes nothing (jobqueue.http_workers)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
@@ -44,7 +45,7 @@ from jobqueue.app import JobQueue
 from jobqueue.auth import access
 from jobqueue.auth.authenticator import require
 from jobqueue.http_workers.leases import Lease, worker_id
-from jobqueue.http_workers.service import ClaimOrder, Completion, Failed, Snoozed
+from jobqueue.http_workers.service import Claimed, ClaimOrder, Completion, Failed, Snoozed
 from jobqueue.model.job import trace_id_of
 from jobqueue.model.tokens import Principal, Scope
 
@@ -70,9 +71,10 @@ async def claim(
     `lease_seconds`: with nothing due, the answer waits up to `wait_seconds` for one,
     woken as soon as one is enqueued, then is an empty list. A job claimed for a client
     that went away meanwhile is handed back at once, its attempt not counted. The
-    `outcomes` it carries (as POST /outcomes takes them) are applied first, and
-    answered in `outcomes`: one request per batch for a worker's outcomes and its next
-    claim."""
+    `outcomes` it carries (as POST /outcomes takes them) are applied while the claim
+    is made, and answered in `outcomes`: one request per batch for a worker's outcomes
+    and its next claim. If they cannot be applied, the claim's jobs are handed back
+    before the error is answered."""
     client = request.client.host if request.client else "unknown"
     return await claimed(jobqueue(request), who, order, client, request.is_disconnected)
 
@@ -99,23 +101,21 @@ async def claimed(
         for name in types:
             if name not in who.types:
                 raise access.Forbidden(f"this token may not use type {name!r}", f"type={name}")
-    # The outcomes first: their jobs' slots are the ones this claim fills. Sent again
-    # after a lost answer, an outcome is answered as applied and changes nothing.
-    reported = await apply_outcomes(jq, who, order.outcomes) if order.outcomes else []
     lease_seconds = order.lease_seconds or jq.settings.lease_seconds
-    claimed = await jq.http_workers.claim(
-        ClaimOrder(
-            worker=order.worker,
-            worker_id=worker_id(who, order.worker),
-            client=client,
-            queues=order.queues,
-            types=types,
-            max=order.max,
-            wait_seconds=order.wait_seconds,
-            lease_seconds=lease_seconds,
-        ),
-        gone,
+    claim = ClaimOrder(
+        worker=order.worker,
+        worker_id=worker_id(who, order.worker),
+        client=client,
+        queues=order.queues,
+        types=types,
+        max=order.max,
+        wait_seconds=order.wait_seconds,
+        lease_seconds=lease_seconds,
     )
+    if order.outcomes:
+        reported, claimed = await _claimed_beside(jq, who, order.outcomes, claim, gone)
+    else:
+        reported, claimed = [], await jq.http_workers.claim(claim, gone)
     expires = json_time(datetime.now(UTC) + timedelta(seconds=lease_seconds))
     return {
         "jobs": [
@@ -139,6 +139,30 @@ async def claimed(
         ],
         "outcomes": reported,
     }
+
+
+async def _claimed_beside(
+    jq: JobQueue,
+    who: Principal,
+    outcomes: Sequence[OutcomeIn],
+    claim: ClaimOrder,
+    gone: Callable[[], Awaitable[bool]],
+) -> tuple[list[dict[str, Any]], list[Claimed]]:
+    """The outcomes' answers, and the claim, made on its own connection while the
+    outcomes are applied: one database round trip and commit per
+    request instead of two in a row, which at a worker's concurrency of 50 was a
+    quarter of each claim's turn. A job that the outcomes make claimable (a released
+    workflow child, a freed concurrency slot) is left to the worker's next claim, which
+    sees them: the answer is sent once both are done. If the outcomes fail, the claim's
+    jobs are handed back before the error is answered. Sent again after a lost answer,
+    an outcome is answered as applied and changes nothing."""
+    claiming = asyncio.ensure_future(jq.http_workers.claim(claim, gone))
+    try:
+        reported = await apply_outcomes(jq, who, outcomes)
+    except BaseException:
+        await jq.http_workers.hand_back(claiming, claim.worker_id)
+        raise
+    return reported, await claiming
 
 
 def json_time(when: datetime) -> str:

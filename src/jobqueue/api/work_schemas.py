@@ -77,9 +77,10 @@ class ClaimRequest(BaseModel):
     )
     outcomes: list[OutcomeIn] = Field(
         default_factory=list, max_length=MAX_BATCH,
-        description="Outcomes of jobs this worker ran, applied before the claim is made "
+        description="Outcomes of jobs this worker ran, applied while the claim is made "
         "(as POST /outcomes would apply them): the worker's next claim and its last "
-        "outcomes in one request.",
+        "outcomes in one request. A job they make claimable (a released workflow "
+        "child, a freed concurrency slot) goes to a later claim.",
     )  # fmt: skip
 
 

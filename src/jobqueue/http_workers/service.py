@@ -173,6 +173,19 @@ class HttpWorkers:
             for job in jobs
         ]
 
+    async def hand_back(self, claiming: Awaitable[list[Claimed]], worker_id: str) -> None:
+        """The jobs of a claim whose answer will not be sent (the outcomes it went with
+        failed), pending again at once with their attempt not counted, as for a client
+        that went away; a claim that failed itself claimed nothing."""
+        try:
+            claimed = await claiming
+        except Exception:
+            return
+        if claimed:
+            store = await self._store()
+            await store.release(jobs=[c.job for c in claimed], worker_id=worker_id)
+            await self._ended(store, [(c.job.id, "released") for c in claimed])
+
     async def _claim_once(self, store: Store, order: ClaimOrder) -> list[ClaimedJob]:
         claimed: list[ClaimedJob] = []
         async with store.connection() as conn:
