@@ -730,10 +730,11 @@ export interface paths {
          *     `lease_seconds`: with nothing due, the answer waits up to `wait_seconds` for one,
          *     woken as soon as one is enqueued, then is an empty list. A job claimed for a client
          *     that went away meanwhile is handed back at once, its attempt not counted. The
-         *     `outcomes` it carries (as POST /outcomes takes them) are applied while the claim
-         *     is made, and answered in `outcomes`: one request per batch for a worker's outcomes
-         *     and its next claim. If they cannot be applied, the claim's jobs are handed back
-         *     before the error is answered.
+         *     `outcomes` it carries (as POST /outcomes takes them) are applied while a claim
+         *     that does not wait (`wait_seconds` 0) is made, and before one that may, and
+         *     answered in `outcomes`: one request per batch for a worker's outcomes and its next
+         *     claim. If they cannot be applied, the claim's jobs are handed back before the error
+         *     is answered.
          *
          *     Scope: `jobs:work` (or `admin`).
          */
@@ -1167,7 +1168,7 @@ export interface components {
             lease_seconds?: number | null;
             /**
              * Outcomes
-             * @description Outcomes of jobs this worker ran, applied while the claim is made (as POST /outcomes would apply them): the worker's next claim and its last outcomes in one request. A job they make claimable (a released workflow child, a freed concurrency slot) goes to a later claim.
+             * @description Outcomes of jobs this worker ran (as POST /outcomes would apply them), applied while the claim is made if it does not wait (wait_seconds 0), else before it: the worker's next claim and its last outcomes in one request. A job they make claimable (a released workflow child, a freed concurrency slot) may go to a later claim.
              */
             outcomes?: components["schemas"]["OutcomeIn"][];
         };

@@ -71,10 +71,11 @@ async def claim(
     `lease_seconds`: with nothing due, the answer waits up to `wait_seconds` for one,
     woken as soon as one is enqueued, then is an empty list. A job claimed for a client
     that went away meanwhile is handed back at once, its attempt not counted. The
-    `outcomes` it carries (as POST /outcomes takes them) are applied while the claim
-    is made, and answered in `outcomes`: one request per batch for a worker's outcomes
-    and its next claim. If they cannot be applied, the claim's jobs are handed back
-    before the error is answered."""
+    `outcomes` it carries (as POST /outcomes takes them) are applied while a claim
+    that does not wait (`wait_seconds` 0) is made, and before one that may, and
+    answered in `outcomes`: one request per batch for a worker's outcomes and its next
+    claim. If they cannot be applied, the claim's jobs are handed back before the error
+    is answered."""
     client = request.client.host if request.client else "unknown"
     return await claimed(jobqueue(request), who, order, client, request.is_disconnected)
 
@@ -112,10 +113,15 @@ async def claimed(
         wait_seconds=order.wait_seconds,
         lease_seconds=lease_seconds,
     )
-    if order.outcomes:
-        reported, claimed = await _claimed_beside(jq, who, order.outcomes, claim, gone)
-    else:
+    if not order.outcomes:
         reported, claimed = [], await jq.http_workers.claim(claim, gone)
+    elif order.wait_seconds > 0:
+        # A claim that may wait holds the outcomes' answers as long whichever goes first,
+        # and one that waited on would hold up the answer to outcomes that failed.
+        reported = await apply_outcomes(jq, who, order.outcomes)
+        claimed = await jq.http_workers.claim(claim, gone)
+    else:
+        reported, claimed = await _claimed_beside(jq, who, order.outcomes, claim, gone)
     expires = json_time(datetime.now(UTC) + timedelta(seconds=lease_seconds))
     return {
         "jobs": [
@@ -148,8 +154,8 @@ async def _claimed_beside(
     claim: ClaimOrder,
     gone: Callable[[], Awaitable[bool]],
 ) -> tuple[list[dict[str, Any]], list[Claimed]]:
-    """The outcomes' answers, and the claim, made on its own connection while the
-    outcomes are applied: one database round trip and commit per
+    """The outcomes' answers, and the claim (one that does not wait), made on its own
+    connection while the outcomes are applied: one database round trip and commit per
     request instead of two in a row, which at a worker's concurrency of 50 was a
     quarter of each claim's turn. A job that the outcomes make claimable (a released
     workflow child, a freed concurrency slot) is left to the worker's next claim, which

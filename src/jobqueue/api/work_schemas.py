@@ -77,10 +77,11 @@ class ClaimRequest(BaseModel):
     )
     outcomes: list[OutcomeIn] = Field(
         default_factory=list, max_length=MAX_BATCH,
-        description="Outcomes of jobs this worker ran, applied while the claim is made "
-        "(as POST /outcomes would apply them): the worker's next claim and its last "
-        "outcomes in one request. A job they make claimable (a released workflow "
-        "child, a freed concurrency slot) goes to a later claim.",
+        description="Outcomes of jobs this worker ran (as POST /outcomes would apply "
+        "them), applied while the claim is made if it does not wait (wait_seconds 0), "
+        "else before it: the worker's next claim and its last outcomes in one request. "
+        "A job they make claimable (a released workflow child, a freed concurrency "
+        "slot) may go to a later claim.",
     )  # fmt: skip
 
 
