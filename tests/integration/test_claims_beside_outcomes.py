@@ -66,3 +66,23 @@ async def test_outcomes_and_the_claim_beside_them_are_both_answered(
     assert await states(db, schema, ids) == [
         ("completed", 1), ("completed", 1), ("running", 1), ("running", 1)
     ]  # fmt: skip
+
+
+async def test_outcomes_that_fail_are_answered_with_their_own_error_if_no_hand_back_can_be_made(
+    jq: JobQueue, db: asyncpg.Connection, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = [(await jq.enqueue("resize", queue="images")).id for _ in range(3)]
+    lease = (await claim(jq, max=1))["jobs"][0]["lease"]
+
+    async def unreachable(*args: object, **kwargs: object) -> None:
+        raise ConnectionResetError("the database went away")
+
+    async def refused(*args: object, **kwargs: object) -> None:
+        raise ConnectionRefusedError("the database is still away")
+
+    monkeypatch.setattr(jq.http_workers, "outcomes", unreachable)
+    monkeypatch.setattr(await jq.store(), "release", refused)
+    with pytest.raises(ConnectionResetError):
+        await claim(jq, max=2, outcomes=[{"lease": lease, "result": 1}])
+    # Not handed back: held until their leases lapse, when they are rescued.
+    assert await states(db, schema, ids) == [("running", 1), ("running", 1), ("running", 1)]

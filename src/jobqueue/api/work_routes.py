@@ -116,8 +116,8 @@ async def claimed(
     if not order.outcomes:
         reported, claimed = [], await jq.http_workers.claim(claim, gone)
     elif order.wait_seconds > 0:
-        # A claim that may wait holds the outcomes' answers as long whichever goes first,
-        # and one that waited on would hold up the answer to outcomes that failed.
+        # A claim that may wait comes after its outcomes: outcomes that fail are then
+        # answered at once, not when the wait ends (their answers wait for it anyway).
         reported = await apply_outcomes(jq, who, order.outcomes)
         claimed = await jq.http_workers.claim(claim, gone)
     else:

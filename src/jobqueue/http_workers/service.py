@@ -181,10 +181,17 @@ class HttpWorkers:
             claimed = await claiming
         except Exception:
             return
-        if claimed:
+        if not claimed:
+            return
+        try:
             store = await self._store()
             await store.release(jobs=[c.job for c in claimed], worker_id=worker_id)
             await self._ended(store, [(c.job.id, "released") for c in claimed])
+        except Exception as exc:
+            # The error the request answers is the outcomes'; these jobs are rescued
+            # when their leases lapse, as a lost worker's are.
+            log.warning("claimed jobs not handed back; rescued when their leases lapse",
+                        worker=worker_id, jobs=len(claimed), error=repr(exc))  # fmt: skip
 
     async def _claim_once(self, store: Store, order: ClaimOrder) -> list[ClaimedJob]:
         claimed: list[ClaimedJob] = []
