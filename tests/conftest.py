@@ -96,7 +96,12 @@ def schema(pg_dsn: str) -> Iterator[str]:
 
 @pytest.fixture
 def settings(pg_dsn: str, schema: str) -> Settings:
-    return Settings(database_url=pg_dsn, schema=schema, poll_interval=0.2, retry_delay=0.2)
+    # No gc.freeze in the test process: each in-process worker's start would freeze that
+    # test's objects, and what became cyclic garbage after it would never be freed
+    # (tests/integration/test_gc_freeze.py holds the freeze itself).
+    return Settings(
+        database_url=pg_dsn, schema=schema, poll_interval=0.2, retry_delay=0.2, gc_freeze=False
+    )
 
 
 @pytest.fixture

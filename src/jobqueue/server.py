@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 
-from jobqueue import observability, wakeups
+from jobqueue import gc_tuning, observability, wakeups
 from jobqueue.app import JobQueue
 from jobqueue.db.migrate import code_version
 from jobqueue.db.pool import is_unavailable, pooler_refusal
@@ -173,6 +173,7 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
                 trusted_proxies=settings.trusted_proxies,
             )
             http_task = asyncio.create_task(http.serve(sockets=[sock]), name="http")
+            gc_tuning.freeze_long_lived(settings)
             scheme = "https" if tls else "http"
             log.info(f"Serving HTTP on {scheme}://{settings.host}:{sock.getsockname()[1]}")
         await stop.wait()

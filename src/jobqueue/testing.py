@@ -42,12 +42,15 @@ async def drain(jq: JobQueue, *, timeout: float = 30.0, concurrency: int = 1) ->
     returned as such. Raises TimeoutError if jobs are still due after ``timeout``.
     """
     # Every type is claimed: a job the application has no task for fails here, for the
-    # test to see, rather than keeping the drain waiting for a worker that has one.
+    # test to see, rather than keeping the drain waiting for a worker that has one. No
+    # gc.freeze: a test suite drains again and again, and each freeze would keep that
+    # test's objects from ever being collected.
     settings = dataclasses.replace(
         jq.settings,
         worker_count=concurrency,
         poll_interval=DRAIN_POLL_SECONDS,
         claim_any_type=True,
+        gc_freeze=False,
     )
     started_at = await jq.inspect.now()
     async with in_process(await jq.pool(), jq.dsn, settings, jq.tasks, clock=jq.clock) as worker:

@@ -18,7 +18,7 @@ from typing import Any
 
 import asyncpg
 
-from jobqueue import config, control, settings_parsing
+from jobqueue import config, control, gc_tuning, settings_parsing
 from jobqueue.config import Settings
 from jobqueue.db.listener import Listener
 from jobqueue.db.query_base import Clock
@@ -220,6 +220,7 @@ class Worker:
         ]
         if self.job_logs is not None:
             self._tasks.insert(0, asyncio.create_task(self.job_logs.run(), name="job logs"))
+        gc_tuning.freeze_long_lived(self._settings)
         log.info(
             "worker started",
             worker_id=self.id,
