@@ -157,8 +157,7 @@ class HttpWorkers:
             self._claimed_now(jobs, order.types)
         if await gone():
             if jobs:
-                await store.release(jobs=jobs, worker_id=order.worker_id)
-                await self._ended(store, [(job.id, "released") for job in jobs])
+                await self._handed_back(store, jobs, order.worker_id)
             log.info("claim abandoned: its client went away", worker=order.worker_id,
                      handed_back=len(jobs))  # fmt: skip
             return []
@@ -184,14 +183,18 @@ class HttpWorkers:
         if not claimed:
             return
         try:
-            store = await self._store()
-            await store.release(jobs=[c.job for c in claimed], worker_id=worker_id)
-            await self._ended(store, [(c.job.id, "released") for c in claimed])
+            await self._handed_back(await self._store(), [c.job for c in claimed], worker_id)
         except Exception as exc:
             # The error the request answers is the outcomes'; these jobs are rescued
             # when their leases lapse, as a lost worker's are.
             log.warning("claimed jobs not handed back; rescued when their leases lapse",
                         worker=worker_id, jobs=len(claimed), error=repr(exc))  # fmt: skip
+
+    async def _handed_back(self, store: Store, jobs: list[ClaimedJob], worker_id: str) -> None:
+        """Claimed jobs whose claim is not answered, pending again at once with the
+        attempt not counted, and recorded as released."""
+        await store.release(jobs=jobs, worker_id=worker_id)
+        await self._ended(store, [(job.id, "released") for job in jobs])
 
     async def _claim_once(self, store: Store, order: ClaimOrder) -> list[ClaimedJob]:
         claimed: list[ClaimedJob] = []
