@@ -147,9 +147,10 @@ class Settings:
         "to the garbage collector's permanent generation (gc.freeze), which its full "
         "collections no longer walk: a drain of tiny jobs spends about 15% less of the "
         "worker's CPU, and its longest pause fell from tens of ms to about 2 "
-        "(docs/benchmarks.md). An object frozen then that later becomes "
-        "cyclic garbage is never freed; turn it off for an application that builds and "
-        "drops a large object graph before its worker starts.",
+        "(docs/benchmarks.md). The cyclic garbage left then is collected first (one "
+        "full collection, once), but an object frozen then that later becomes cyclic "
+        "garbage is never freed; turn it off for an application that holds a large "
+        "object graph when its worker starts and drops it later.",
     )
     worker_count: int = setting(
         "WORKER_COUNT",

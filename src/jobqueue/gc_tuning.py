@@ -7,12 +7,14 @@ object the process tracks, long-lived or not: in a drain of 50,000 no-op jobs by
 worker process, its four full collections took 77 to 119 ms of a drain of about 1.3 s,
 23 to 39 ms the longest, a pause in which no job starts (docs/benchmarks.md).
 ``gc.freeze()`` once the process is ready moves what exists then to the permanent
-generation, which no collection walks again.
+generation, which no collection walks again. A full collection first frees the cyclic
+garbage start-up left (an import's, a configuration's), which would otherwise be
+frozen with the rest and never freed: one collection, once.
 
 The cost: an object frozen here that later becomes cyclic garbage is never freed. What
 start-up makes lives as long as the process, so that is little; an application that
-builds and drops a large object graph of its own before its worker starts turns it
-off (JOBQUEUE_GC_FREEZE).
+holds a large object graph of its own when its worker starts and drops it later turns
+it off (JOBQUEUE_GC_FREEZE).
 """
 
 from __future__ import annotations
@@ -27,4 +29,5 @@ def freeze_long_lived(settings: Settings) -> None:
     so. Called when a worker has started and when the API serves: again for each, since
     what the second made is as long-lived as what the first did."""
     if settings.gc_freeze:
+        gc.collect()
         gc.freeze()

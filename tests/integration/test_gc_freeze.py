@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gc
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -42,6 +43,36 @@ async def test_a_started_worker_freezes_what_the_process_holds_unless_told_not_t
         # The worker itself is among what is frozen: a full collection walks none of it.
         assert (frozen > 0) is freeze
         assert any(o is worker for o in gc.get_objects()) is not freeze
+    finally:
+        await worker.stop(asyncio.Event())
+
+
+class Node:
+    """An object that can refer to itself: cyclic garbage once dropped."""
+
+    me: Node | None = None
+
+
+async def test_garbage_left_before_the_start_is_collected_not_frozen(
+    jq: JobQueue, settings: Settings, unfrozen: None
+) -> None:
+    """A cycle dropped before the worker starts is freed by the start's collection;
+    frozen with the rest, it would stay for the life of the process."""
+    settings = dataclasses.replace(settings, gc_freeze=True)
+    worker = Worker(await jq.pool(), jq.dsn, settings, jq.tasks)
+    gc.disable()  # no collection of its own frees the cycle before the start
+    try:
+        node = Node()
+        node.me = node
+        dropped = weakref.ref(node)
+        del node
+        await worker.start()
+    finally:
+        gc.enable()
+    try:
+        gc.collect()
+        assert dropped() is None
+        assert gc.get_freeze_count() > 0
     finally:
         await worker.stop(asyncio.Event())
 
