@@ -6,11 +6,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, expect, sync_playwright
 
 from tests.conftest import Spawn
 
 CHROMIUM = "/usr/bin/chromium"
+
+# How long an expectation waits for the page to show what it names. Playwright's
+# default is 5 s; test_dashboard_schedules.py failed once on a loaded machine (two
+# cores shared by the browser, the server, PostgreSQL and the suite) and passed
+# alone, most likely an expectation waiting past it. A longer wait delays only a
+# test that fails anyway.
+expect.set_options(timeout=15_000)
 
 
 @pytest.fixture
