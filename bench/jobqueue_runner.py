@@ -34,6 +34,9 @@ job whose handler returns a result, then `jq.wait` until that result is seen, ti
 from before the enqueue to the wait's return; `--n` jobs `--interval-ms` apart into
 one idle worker process.
 
+`result_roundtrip_floor` is the same trip with no jobqueue code but its statements
+(bench/roundtrip_floor.py): what PostgreSQL and two processes make of it.
+
 `pressure` offers jobs at a fixed rate (`--rate`, 200 jobs/s) to one worker process,
 and for `--hold` seconds (120) of it keeps another session idle in a transaction,
 holding back the cluster's xmin, as a forgotten `BEGIN` or a long report does: no
@@ -63,6 +66,7 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness
+import roundtrip_floor
 import workflows
 
 from jobqueue import logs, observability
@@ -341,12 +345,20 @@ async def result_roundtrip(dsn: str, n: int, interval_ms: float) -> dict[str, An
                     raise RuntimeError(f"result_roundtrip: job {job.id} ended {job.status}")
     finally:
         await adapter.close()
-    return {
-        "p50_ms": round(harness.percentile(trips, 50), 3),
-        "p95_ms": round(harness.percentile(trips, 95), 3),
-        "p99_ms": round(harness.percentile(trips, 99), 3),
-        "jobs": n,
-    }
+    return {**harness.spread(trips), "jobs": n}
+
+
+async def roundtrip_floor_run(dsn: str, n: int, interval_ms: float) -> dict[str, Any]:
+    """result_roundtrip's trip in jobqueue's own table with no jobqueue code but its
+    statements (bench/roundtrip_floor.py)."""
+    adapter = JobqueueAdapter(dsn)
+    await adapter.open()
+    try:
+        await adapter.empty()
+        await adapter.checkpoint()
+    finally:
+        await adapter.close()
+    return await roundtrip_floor.trips(dsn, SCHEMA, n, interval_ms)
 
 
 async def pressure(
@@ -480,6 +492,10 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["result_roundtrip"]:
         args = harness.parse_args(["latency", *sys.argv[2:]])
         harness.emit(asyncio.run(result_roundtrip(args.dsn, args.n, args.interval_ms)))
+        sys.exit(0)
+    if sys.argv[1:2] == ["result_roundtrip_floor"]:
+        args = harness.parse_args(["latency", *sys.argv[2:]])
+        harness.emit(asyncio.run(roundtrip_floor_run(args.dsn, args.n, args.interval_ms)))
         sys.exit(0)
     if sys.argv[1:2] == ["raw_copy"]:
         args = harness.parse_args(["enqueue_bulk", *sys.argv[2:]])

@@ -112,6 +112,9 @@ def workloads(scale: float) -> list[Workload]:
         # enqueue -> handler -> its result seen by jq.wait, 200 jobs 20 ms apart.
         Workload("result_roundtrip", "result_roundtrip", ("--n", "200", "--interval-ms", "20"),
                  "p50_ms", "ms", jobqueue_only=True),
+        # The same trip in jobqueue's table with nothing but its statements: the floor.
+        Workload("result_roundtrip_floor", "result_roundtrip_floor",
+                 ("--n", "200", "--interval-ms", "20"), "p50_ms", "ms", jobqueue_only=True),
         # 200 jobs/s offered while another session holds the xmin back for 120 s.
         Workload("pressure", "pressure",
                  ("--rate", "200", "--before", str(30 * scale), "--hold", str(120 * scale),
@@ -312,6 +315,8 @@ ROUND_RATIOS = (
     ("drain_1proc_tagged_ratio", "drain_1proc_tagged", "drain_1proc"),
     ("workflow_fanout_ratio", "workflow_fanout", "drain_1proc"),
     ("workflow_chain_ratio", "workflow_chain", "drain_1proc"),
+    # p50 against p50: above 1, the time jobqueue's code adds to the floor's trip.
+    ("result_roundtrip_floor_ratio", "result_roundtrip", "result_roundtrip_floor"),
 )
 
 
@@ -338,7 +343,7 @@ def summarize(figures: dict[str, Any], w: Workload, results: list[dict[str, Any]
                    or k.endswith("_us_per_child")]  # fmt: skip
         figures[w.key] = {k: median_of(results, k) for k in scalars}
         return
-    if w.command in ("latency", "result_roundtrip"):
+    if w.command in ("latency", "result_roundtrip", "result_roundtrip_floor"):
         figures[w.key] = {p: median_of(results, p) for p in ("p50_ms", "p95_ms", "p99_ms")}
     else:
         figures[w.key] = median_of(results, w.result)
