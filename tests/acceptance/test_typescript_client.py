@@ -8,6 +8,7 @@ TypeScript handler's AbortSignal."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import re
@@ -45,14 +46,23 @@ def run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="session")
 def built() -> Path:
     """The client built (dist/) and its tests compiled (build/); `npm ci` first when
-    node_modules is absent (its `prepare` builds the package)."""
+    node_modules is absent (its `prepare` builds the package). Built once per test run:
+    with the tests spread over processes (pytest -n), the first to get here builds, under
+    a lock, and the others use what it built rather than rewrite files being run."""
     npm, node = shutil.which("npm"), shutil.which("node")
     if npm is None or node is None:
         pytest.fail("Node.js and npm build the TypeScript client: apt-get install nodejs npm")
-    if not (CLIENT / "node_modules").is_dir():
-        run(npm, "ci", "--no-audit", "--no-fund")
-    run(npm, "run", "build")
-    run(npm, "run", "build:test")
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID", f"pid-{os.getpid()}")
+    with (CLIENT / ".build.lock").open("a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        lock.seek(0)
+        if lock.read() != run_id:
+            if not (CLIENT / "node_modules").is_dir():
+                run(npm, "ci", "--no-audit", "--no-fund")
+            run(npm, "run", "build")
+            run(npm, "run", "build:test")
+            lock.truncate(0)
+            lock.write(run_id)
     return CLIENT
 
 
