@@ -204,7 +204,10 @@ async def test_a_busy_worker_sends_its_next_claim_before_the_jobs_it_claimed_run
             all_ran.set()
 
     await jq.enqueue_many("tiny", [{}] * 1200)
-    await start_worker(worker_count=1000)  # claims of 500, the most one takes
+    # Claims of 500, the most one takes. Which queues are limited is read again once a
+    # poll interval, between passes: a first claim slower than the tests' 0.2 s (a
+    # loaded machine) would read it before the next claim, and the jobs would run then.
+    await start_worker(worker_count=1000, poll_interval=30)
     await asyncio.wait_for(all_ran.wait(), 30)
     assert seen[:500] == [2] * 500
 
