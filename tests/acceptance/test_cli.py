@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import subprocess
+import sys
 
 import asyncpg
 import pytest
@@ -110,6 +112,25 @@ def test_bad_input_is_one_line_and_a_non_zero_exit(
 def test_unknown_job_id_exits_1(env: dict[str, str]) -> None:
     result = jobqueue(env, "jobs", "get", "424242")
     assert (result.returncode, result.stderr) == (1, "jobqueue: error: job 424242 not found\n")
+
+
+def test_a_reader_that_leaves_early_is_no_error(env: dict[str, str]) -> None:
+    """`jobqueue jobs list | head -1`: the output's reader goes away before the command
+    writes. The command ends as one killed by SIGPIPE would (141), saying nothing; it
+    said "database unavailable: Broken pipe"."""
+    assert jobqueue(env, "enqueue", "send_email", "{}", "--force").returncode == 0
+    with subprocess.Popen(
+        [sys.executable, "-m", "jobqueue", "jobs", "list"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as listing:
+        assert listing.stdout is not None
+        assert listing.stderr is not None
+        listing.stdout.close()  # before the command writes a line
+        assert listing.wait(60) == 141
+        assert listing.stderr.read() == ""
 
 
 def test_port_in_use_is_one_line(env: dict[str, str]) -> None:

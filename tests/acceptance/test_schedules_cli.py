@@ -9,6 +9,18 @@ from tests.conftest import jobqueue
 
 
 def test_schedules_are_managed_from_the_command_line(env: dict[str, str]) -> None:
+    # No worker runs and nothing is declared: a schedule of a type nothing runs would
+    # enqueue, at every tick, a job that waits for good. Declared, it is taken.
+    unrun = jobqueue(env, "schedules", "create", "nightly", "report", "--cron", "0 3 * * *")
+    assert unrun.returncode == 2, unrun.stdout
+    assert unrun.stderr == (
+        "jobqueue: error: no live worker of queue default has a handler for type 'report' "
+        "(known types: none), and it is not declared (jobqueue types add); --force stores "
+        "it anyway\n"
+    )
+    assert jobqueue(env, "schedules", "list").stdout.strip() == "no schedules"
+    for declared in ("report", "noop"):
+        assert jobqueue(env, "types", "add", declared).returncode == 0
     made = jobqueue(
         env, "schedules", "create", "nightly", "report", "--cron", "0 3 * * *",
         "--timezone", "Europe/Berlin", "--payload", '{"format": "pdf"}', "--json",
@@ -24,7 +36,9 @@ def test_schedules_are_managed_from_the_command_line(env: dict[str, str]) -> Non
         (["create", "bad", "noop", "--cron", "0 3 * *"], "--cron: '0 3 * *' is not a cron"),
         (["create", "bad", "noop", "--every", "1m", "--timezone", "Mars/X"], "--timezone:"),
         (["create", "bad", "noop", "--every", "1m", "--payload", "[1]"], "--payload:"),
-        (["create", "bad", "no op", "--every", "1m"], ""),  # a type with a space is fine
+        (["create", "bad", "no op", "--every", "1m"], "no live worker"),
+        (["create", "bad", "no op", "--every", "1m", "--force"], ""),  # a space is fine
+        (["update", "bad", "--type", "reprot"], "type 'reprot'"),
         (["create", "nightly", "noop", "--every", "1m"], "exists"),
         (["update", "nightly"], "name at least one thing to change"),
         (["delete", "missing"], "no schedule named 'missing'"),
@@ -50,5 +64,6 @@ def test_schedules_are_managed_from_the_command_line(env: dict[str, str]) -> Non
     assert jobqueue(env, "schedules", "delete", "nightly").returncode == 0
     audit = jobqueue(env, "audit", "--json")
     actions = [e["action"] for e in json.loads(audit.stdout)]
-    assert actions[::-1][:2] == ["schedule.create", "schedule.create"]  # nightly, "bad"
+    oldest = [a for a in actions[::-1] if a.startswith("schedule.")][:2]
+    assert oldest == ["schedule.create", "schedule.create"]  # nightly, "bad" (forced)
     assert "schedule.delete" in actions

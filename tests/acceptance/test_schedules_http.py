@@ -11,6 +11,7 @@ import json
 import time
 from collections import Counter
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import asyncpg
 import httpx
@@ -130,6 +131,60 @@ def test_bad_input_is_refused_naming_the_field_and_nothing_is_stored(
     assert (shown["cron"], shown["every"], shown["enabled"]) == ("0 3 * * *", None, True)
     assert httpx.get(f"{base}/schedules/missing").status_code == 404
     assert httpx.delete(f"{base}/schedules/missing").status_code == 404
+
+
+def test_a_schedules_jobs_are_checked_as_post_jobs_checks_a_job(
+    spawn: Spawn, env: dict[str, str], pg_dsn: str, schema: str, tmp_path: Path
+) -> None:
+    """Against `jobqueue serve`, which checks job types: a schedule of a type that
+    nothing runs (no task, no live worker announcing it, no declaration) is refused as
+    `POST /jobs` refuses such a job, naming `type`, and nothing is stored; else a typo
+    would enqueue, at every tick, a job that waits for good. A declared type's schema
+    holds the schedule's payload, on create and on PATCH."""
+    base = f"http://127.0.0.1:{env['PORT']}"
+    spawn(["serve"], env, name="serve").wait_http(base)
+    refused = httpx.post(
+        f"{base}/schedules", json={"name": "nightly", "type": "reprot", "cron": "0 3 * * *"}
+    )
+    assert refused.status_code == 422, refused.text
+    [problem] = refused.json()["detail"]
+    assert (problem["field"], problem["type"]) == ("type", "unknown_type")
+    assert "jobqueue types add" in problem["msg"]
+    stored = f"SELECT name FROM \"{schema}\".schedules WHERE source = 'api'"
+    assert rows(pg_dsn, stored) == []
+
+    made = httpx.post(  # noop: one of serve's demo tasks
+        f"{base}/schedules", json={"name": "nightly", "type": "noop", "cron": "0 3 * * *"}
+    )
+    assert made.status_code == 201, made.text
+    moved = httpx.patch(f"{base}/schedules/nightly", json={"type": "reprot"})
+    assert moved.status_code == 422, moved.text
+    assert moved.json()["detail"][0]["field"] == "type"
+    assert httpx.get(f"{base}/schedules/nightly").json()["type"] == "noop"
+
+    schema_file = tmp_path / "resize.json"
+    schema_file.write_text(json.dumps({
+        "type": "object", "required": ["width"],
+        "properties": {"width": {"type": "integer", "minimum": 1}},
+    }))  # fmt: skip
+    declared = jobqueue(env, "types", "add", "resize", "--payload-schema", str(schema_file))
+    assert declared.returncode == 0, declared.stderr
+    thumbs = {"name": "thumbs", "type": "resize", "every": "1m", "payload": {"width": 0}}
+
+    def refused_for_width() -> bool:  # once the server has read the declaration (1 s)
+        answer = httpx.post(f"{base}/schedules", json=thumbs)
+        return answer.status_code == 422 and answer.json()["detail"][0]["field"] == (
+            "payload.width"
+        )
+
+    wait_until(refused_for_width, 5, "the declared schema held against the payload")
+    assert rows(pg_dsn, stored) == [("nightly",)]
+    made = httpx.post(f"{base}/schedules", json={**thumbs, "payload": {"width": 200}})
+    assert made.status_code == 201, made.text
+    off = httpx.patch(f"{base}/schedules/thumbs", json={"payload": {}})
+    assert off.status_code == 422, off.text
+    assert off.json()["detail"][0]["type"] == "payload_schema"
+    assert httpx.get(f"{base}/schedules/thumbs").json()["payload"] == {"width": 200}
 
 
 def test_a_schedule_is_shown_changed_triggered_and_deleted_with_an_audit_row_each(

@@ -16,6 +16,7 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from jobqueue.api.errors import field_error
+from jobqueue.api.new_jobs import check, known, problems_status
 from jobqueue.api.responses import BODY, INVALID, UNAVAILABLE, Responses, declare
 from jobqueue.api.schemas import Problem
 from jobqueue.api.state import jobqueue
@@ -27,6 +28,7 @@ from jobqueue.enqueue.new_job import (
     Int32,
     JobType,
     Meta,
+    NewJob,
     Payload,
     QueueName,
     StorableText,
@@ -169,6 +171,7 @@ async def create_schedule(
     _one_timing(new.cron, new.every)
     jq = jobqueue(request)
     _may_use(who, jq, new.type, new.queue)
+    await _runnable(request, new.type, new.queue, new.payload)
     with _field_errors():
         return await jq.schedules.create(
             new.name, new.type, cron=new.cron, every=new.every, timezone=new.timezone,
@@ -250,6 +253,10 @@ async def update_schedule(
     jq = jobqueue(request)
     current = await _reachable(request, who, name)
     _may_use(who, jq, given.get("type", current.type), given.get("queue", current.queue))
+    if current.source != "code" and given.keys() & {"type", "queue", "payload"}:
+        await _runnable(request, given.get("type", current.type),
+                        given.get("queue", current.queue),
+                        given.get("payload", current.payload) or {})  # fmt: skip
     with _field_errors():
         return await jq.schedules.update(name, by=Actor.of(who), **given)
 
@@ -354,6 +361,23 @@ def _may_use(who: Principal, jq: JobQueue, type: str, queue: str | None) -> None
     refusal = access.may_enqueue(who, queue=resolved.queue, type=type, field="body")
     if refusal is not None:
         raise refusal
+
+
+async def _runnable(
+    request: Request, type_: str, queue: str | None, payload: dict[str, Any]
+) -> None:
+    """What POST /jobs asks of a job, asked of the schedule's jobs before it is stored:
+    a payload that its task's type or its declared type's schema takes, no larger than
+    JOBQUEUE_MAX_PAYLOAD_BYTES, and, where this process checks types (not `jobqueue api`
+    alone), a type that something runs: a task here, a declaration, or a live worker's
+    announcement. Else a mistyped type would enqueue, at every tick, a job that nothing
+    runs."""
+    jq = jobqueue(request)
+    check_types = request.app.state.check_types
+    new = NewJob.model_construct(type=type_, queue=queue, payload=payload)
+    problems = check(jq, check_types, new, ["body"], await known(jq, [new], check_types))
+    if problems:
+        raise HTTPException(problems_status(problems), detail=problems)
 
 
 @contextlib.contextmanager

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
+import select
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -48,6 +51,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             JobStateError) as exc:  # fmt: skip
         print(f"jobqueue: error: {exc}", file=sys.stderr)
         code = 1
+    except BrokenPipeError:
+        if not _stdout_gone():
+            raise
+        sys.exit(128 + signal.SIGPIPE)  # as a command killed by SIGPIPE (`| head`)
     except Exception as exc:
         refusal = pooler_refusal(exc)
         if refusal is not None:
@@ -60,6 +67,21 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"jobqueue: error: database unavailable: {cause or exc}", file=sys.stderr)
         code = 1
     sys.exit(code)
+
+
+def _stdout_gone() -> bool:
+    """Whether standard output is a pipe whose reader left (`jobqueue ... | head`), not
+    the database's socket: then stdout is pointed at /dev/null, so that nothing more is
+    written there, not even at exit."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        gone = any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError):  # no file descriptor to ask about
+        return False
+    if gone:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return gone
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 
+from jobqueue.app import JobQueue
 from jobqueue.audit import Actor
 from jobqueue.cli.common import (
     Commands,
@@ -20,10 +21,12 @@ from jobqueue.cli.common import (
     key_values,
     with_jobqueue,
 )
+from jobqueue.cli.jobs import refuse_off_schema, refuse_unhandled
 from jobqueue.cli.output import format_time, print_json, print_record, print_table
-from jobqueue.model.schedule_timing import Missed
+from jobqueue.model.schedule_timing import Missed, check_cron, check_zone, parse_every
 from jobqueue.model.schedules import ScheduleConflict, ScheduleInfo, ScheduleNotFound
 from jobqueue.schedules.control import Schedules
+from jobqueue.task import job_options
 
 T = TypeVar("T")
 
@@ -95,12 +98,18 @@ def add_definition_flags(cmd: argparse.ArgumentParser, *, creating: bool) -> Non
     cmd.add_argument(
         "--meta", action="append", metavar="KEY=VALUE", help="its jobs' metadata, the whole of it"
     )
+    cmd.add_argument(
+        "--force",
+        action="store_true",
+        help="keep the schedule even if no live worker of its queue has a handler for its "
+        "type and the type is not declared",
+    )
     if creating:
         cmd.add_argument("--paused", action="store_true", help="create it paused")
 
 
 def run_list(args: argparse.Namespace) -> int:
-    found = _call(args, lambda s: s.list(limit=1000))
+    found = _call(args, lambda jq: jq.schedules.list(limit=1000))
     if args.json:
         print_json([json.loads(_json(s)) for s in found])
         return 0
@@ -115,16 +124,21 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_get(args: argparse.Namespace) -> int:
-    _show(args, _call(args, lambda s: s.get(args.name)))
+    _show(args, _call(args, lambda jq: jq.schedules.get(args.name)))
     return 0
 
 
 def run_create(args: argparse.Namespace) -> int:
     given = _definition(args)
-    made = _call(
-        args,
-        lambda s: s.create(args.name, args.type, by=Actor.cli(), enabled=not args.paused, **given),
-    )
+
+    async def create(jq: JobQueue) -> ScheduleInfo:
+        _check_timing(given)
+        await _runnable(jq, args.type, given.get("queue"), given.get("payload"), args.force)
+        return await jq.schedules.create(
+            args.name, args.type, by=Actor.cli(), enabled=not args.paused, **given
+        )
+
+    made = _call(args, create)
     _show(args, made, f"Schedule {made.name!r} created")
     return 0
 
@@ -135,7 +149,18 @@ def run_update(args: argparse.Namespace) -> int:
         given["type"] = args.type
     if not given:
         raise UsageError("name at least one thing to change (--cron, --every, --payload, ...)")
-    changed = _call(args, lambda s: s.update(args.name, by=Actor.cli(), **given))
+
+    async def update(jq: JobQueue) -> ScheduleInfo:
+        _check_timing(given)
+        if given.keys() & {"type", "queue", "payload"}:
+            current = await jq.schedules.get(args.name)
+            if current.source != "code":  # else the update says where it is defined
+                await _runnable(jq, given.get("type", current.type),
+                                given.get("queue", current.queue),
+                                given.get("payload", current.payload), args.force)  # fmt: skip
+        return await jq.schedules.update(args.name, by=Actor.cli(), **given)
+
+    changed = _call(args, update)
     _show(args, changed, f"Schedule {changed.name!r} updated")
     return 0
 
@@ -144,20 +169,20 @@ def run_action(args: argparse.Namespace) -> int:
     name, action = args.name, args.action_name
     by = Actor.cli()
     if action == "delete":
-        _call(args, lambda s: s.delete(name, by=by))
+        _call(args, lambda jq: jq.schedules.delete(name, by=by))
         if args.json:
             print_json({"deleted": name})
         else:
             print(f"Schedule {name!r} deleted; its jobs stay.")
     elif action == "trigger":
-        job = _call(args, lambda s: s.trigger(name, by=by))
+        job = _call(args, lambda jq: jq.schedules.trigger(name, by=by))
         if args.json:
             print_record(job)
         else:
             print(f"Schedule {name!r} triggered: job {job.id} enqueued.")
     else:
         call = Schedules.pause if action == "pause" else Schedules.resume
-        shown = _call(args, lambda s: call(s, name, by=by))
+        shown = _call(args, lambda jq: call(jq.schedules, name, by=by))
         _show(args, shown, f"Schedule {name!r} {action}d")
     return 0
 
@@ -165,17 +190,43 @@ def run_action(args: argparse.Namespace) -> int:
 # -- helpers ---------------------------------------------------------------------------
 
 
-def _call(args: argparse.Namespace, call: Callable[[Schedules], Awaitable[T]]) -> T:
-    """``call`` on the schedules; its refusals as one line (UsageError)."""
+def _check_timing(given: dict[str, Any]) -> None:
+    """The timing's flags checked before the type is: each mistake in the order the
+    API names them (ValueError, naming the flag)."""
+    if given.get("cron") is not None:
+        check_cron(given["cron"])
+    if given.get("every") is not None:
+        parse_every(given["every"])
+    if given.get("timezone") is not None:
+        check_zone(given["timezone"])
+
+
+async def _runnable(
+    jq: JobQueue, job_type: str, queue: str | None, payload: Any, force: bool
+) -> None:
+    """What `jobqueue enqueue` asks of a job, asked of the schedule's jobs before it is
+    stored: a payload that its declared type's schema takes, or else (unless --force) a
+    live worker of its queue with a handler for its type. A mistyped type would enqueue,
+    at every tick, a job that nothing runs."""
+    declared = (await jq.types.checkers([job_type])).get(job_type)
+    if declared is not None:
+        if payload is not None:
+            refuse_off_schema(declared, payload)
+    elif not force:
+        await refuse_unhandled(jq, job_type, job_options(None, jq.settings, queue)[0])
+
+
+def _call(args: argparse.Namespace, call: Callable[[JobQueue], Awaitable[T]]) -> T:
+    """``call`` on the JobQueue (its schedules); its refusals as one line (UsageError)."""
     jq = client(args)
 
     async def migrated() -> T:
         try:
-            return await call(jq.schedules)
+            return await call(jq)
         except asyncpg.UndefinedTableError:
             # A schema from before schedules, or none yet: schedules may come first.
             await jq.migrate()
-            return await call(jq.schedules)
+            return await call(jq)
 
     try:
         return with_jobqueue(jq, migrated)
