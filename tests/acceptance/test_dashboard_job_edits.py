@@ -40,3 +40,23 @@ def test_a_scheduled_job_is_run_now_or_deleted_and_ticked_ones_deleted_together(
     expect(page.locator("main")).to_contain_text("2 jobs deleted.")
     assert [httpx.get(f"{base}/jobs/{j}").status_code for j in [*ticked, kept]] == [404, 404, 200]
     assert page.console_problems == []  # type: ignore[attr-defined]
+
+
+def test_a_page_stops_refreshing_itself_once_it_sends_an_action(
+    env: dict[str, str], spawn: Spawn, browser: Browser
+) -> None:
+    """Between an action's sending and the page that answers it, a refresh of the page
+    would ask for what the action may have just removed: a deleted job's page, a 404 in
+    the browser's console (which failed the test above once). The Delete form held back
+    from leaving the page, the page's live stream closes as the form is sent."""
+    base = serve(env, spawn)
+    job_id = enqueue(base, "quick", {}, delay_seconds=3600)
+    page = new_page(browser)
+    page.goto(f"{base}/ui/jobs/{job_id}")
+    main = page.locator("main#main")
+    expect(main).to_have_attribute("data-stream", "open")
+    page.evaluate("document.addEventListener('submit', (e) => e.preventDefault(), true)")
+    page.get_by_role("button", name="Delete").click()
+    expect(main).to_have_attribute("data-stream", "closed")
+    assert httpx.get(f"{base}/jobs/{job_id}").status_code == 200  # nothing was sent
+    assert page.console_problems == []  # type: ignore[attr-defined]

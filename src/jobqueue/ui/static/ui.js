@@ -95,6 +95,11 @@
   main.addEventListener("input", changed);
   main.addEventListener("change", changed);
 
+  // A form sent (every action is one) replaces the page with its answer. Refreshed
+  // meanwhile, the page would ask for what the action may have just removed: a
+  // deleted job's page is a 404, in the browser's console.
+  document.addEventListener("submit", function () { edited = true; stop(); });
+
   if (toggle) {
     toggle.checked = window.localStorage.getItem(KEY) !== "off";
     toggle.addEventListener("change", function () {
