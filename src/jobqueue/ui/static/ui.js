@@ -99,6 +99,11 @@
   // meanwhile, the page would ask for what the action may have just removed: a
   // deleted job's page is a 404, in the browser's console.
   document.addEventListener("submit", function () { edited = true; stop(); });
+  // Brought back by the browser's Back button from its back/forward cache, such a
+  // page would stay stopped: it updates again.
+  window.addEventListener("pageshow", function (event) {
+    if (event.persisted && (!toggle || toggle.checked)) { edited = false; start(); refresh(); }
+  });
 
   if (toggle) {
     toggle.checked = window.localStorage.getItem(KEY) !== "off";
