@@ -174,8 +174,8 @@ async def serve(jq: JobQueue, roles: Roles) -> int:
             )
             http_task = asyncio.create_task(http.serve(sockets=[sock]), name="http")
             gc_tuning.freeze_long_lived(settings)
-            scheme = "https" if tls else "http"
-            log.info(f"Serving HTTP on {scheme}://{settings.host}:{sock.getsockname()[1]}")
+            url = f"{'https' if tls else 'http'}://{settings.host}:{sock.getsockname()[1]}"
+            log.info(f"Serving HTTP on {url} (the dashboard: {url}/ui)")
         await stop.wait()
         log.info("Shutdown requested: no new jobs will be claimed")
         if leader is not None:

@@ -35,7 +35,8 @@ def test_the_api_serves_https_to_clients_that_trust_its_ca_only(
     env.update(JOBQUEUE_TLS_CERT=str(chain), JOBQUEUE_TLS_KEY=str(key))
     server = spawn(["api"], env)
     port = env["PORT"]
-    server.wait_for_output(f"Serving HTTP on https://127.0.0.1:{port}")
+    url = f"https://127.0.0.1:{port}"
+    server.wait_for_output(f"Serving HTTP on {url} (the dashboard: {url}/ui)")
 
     trusting = ssl.create_default_context()
     ca.configure_trust(trusting)
