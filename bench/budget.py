@@ -162,8 +162,14 @@ WORKLOADS = (
     Workload("drain", "worker", "{n} no-op jobs, pending in a paused queue, drained from its "
              "resume by the Worker as bench/jobqueue_runner.py runs it (WORKER_COUNT 1000, "
              "claims of up to 500)", 500, 2000, 1000, batched=True),
+    # A warm-up of 25: the claim and the completion may each run on either of the
+    # worker's two pooled connections (the completer takes the other one while the
+    # producer still holds the first), and PostgreSQL plans a statement afresh for its
+    # first five runs on each connection. Five jobs left some of those in the measured
+    # window once (latency.plans 0.14 instead of 0.04, buffers 34.2 instead of 29.6).
     Workload("latency", "worker", "{n} no-op jobs handed one at a time to an idle worker, "
-             "each once the one before has ended: a claim and a completion per job", 5, 50, 50),
+             "each once the one before has ended: a claim and a completion per job", 25, 50,
+             50),
     Workload("retry", "worker", "{n} jobs handed one at a time to an idle worker, whose "
              f"handler fails the first attempt and succeeds the second ({RETRY_DELAY:g} s "
              "later)", 2, 10, 10),
@@ -314,7 +320,8 @@ class DatabaseMeter:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.breakdown: list[tuple[int, str]] = []  # (calls, statement) of the last stop
+        # (calls, statement, plans, buffers) of the last stop, by statement
+        self.breakdown: list[tuple[int, str, int, int]] = []
 
     async def start(self) -> None:
         await self.session.reset_statements()
@@ -322,8 +329,10 @@ class DatabaseMeter:
 
     async def stop(self) -> dict[str, float]:
         rows = await self.session.statements()
-        self.breakdown = sorted(((r["calls"], statement_name(r["query"])) for r in rows),
-                                reverse=True)  # fmt: skip
+        self.breakdown = sorted(
+            ((r["calls"], statement_name(r["query"]), r["plans"], r["buffers"]) for r in rows),
+            reverse=True,
+        )
         counts = self.session.proxy.counts
         found = {
             "statements": sum(r["calls"] for r in rows),
@@ -548,7 +557,7 @@ async def run_workload(
         opened = s.proxy.connections
         done = await body(s, jobs, meter, totals)
         looked_up = isinstance(meter, DatabaseMeter) and any(
-            "typeinfo_tree" in q for _, q in meter.breakdown
+            "typeinfo_tree" in q for _, q, _, _ in meter.breakdown
         )
         if s.proxy.connections == opened and not looked_up:
             break
@@ -558,7 +567,8 @@ async def run_workload(
             file=sys.stderr,
         )
     if isinstance(meter, DatabaseMeter):
-        breakdowns[w.key] = [(round(c / done, 4), q) for c, q in meter.breakdown]
+        breakdowns[w.key] = [(round(c / done, 4), q, round(p / done, 4), round(b / done, 2))
+                             for c, q, p, b in meter.breakdown]  # fmt: skip
     return {f"{w.key}.{k}": v / done for k, v in totals.items()}
 
 
@@ -1258,9 +1268,9 @@ def main(argv: list[str] | None = None) -> int:
               "records may differ for that alone.")  # fmt: skip
     shown = {v.key.split(".")[0] for v in over} if not args.verbose else set(last.breakdowns)
     for key in [w.key for w in WORKLOADS if w.key in shown & set(last.breakdowns)]:
-        print(f"\n{key}: statements per job, by statement")
-        for calls, query in last.breakdowns[key]:
-            print(f"  {calls:>9}  {query}")
+        print(f"\n{key}: per job, by statement: calls, plans, buffers")
+        for calls, query, plans, buffers in last.breakdowns[key]:
+            print(f"  {calls:>9} {plans:>9} {buffers:>9}  {query}")
     if over:
         print(f"\nOver budget: {', '.join(v.key for v in over)}. If the change must spend "
               "more, raise the budget in the same commit (--record) and say why in its "
