@@ -51,11 +51,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             JobStateError) as exc:  # fmt: skip
         print(f"jobqueue: error: {exc}", file=sys.stderr)
         code = 1
-    except BrokenPipeError:
-        if not _stdout_gone():
-            raise
-        sys.exit(128 + signal.SIGPIPE)  # as a command killed by SIGPIPE (`| head`)
     except Exception as exc:
+        if isinstance(exc, BrokenPipeError) and _stdout_gone():
+            sys.exit(128 + signal.SIGPIPE)  # as a command killed by SIGPIPE (`| head`)
         refusal = pooler_refusal(exc)
         if refusal is not None:
             print(f"jobqueue: error: {refusal}", file=sys.stderr)
