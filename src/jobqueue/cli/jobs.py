@@ -176,11 +176,7 @@ def run_enqueue(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
 
     async def enqueue() -> Job:
-        declared = (await jq.types.checkers([job_type])).get(job_type)
-        if declared is not None:
-            refuse_off_schema(declared, payload)
-        elif not args.force:
-            await refuse_unhandled(jq, job_type, job_options(None, jq.settings, args.queue)[0])
+        await refuse_unrunnable(jq, job_type, args.queue, payload, force=args.force)
         return await jq.enqueue(job_type, payload, **options)
 
     try:
@@ -192,6 +188,21 @@ def run_enqueue(args: argparse.Namespace) -> int:
     else:
         print(f"enqueued job {job.id} ({job.type}) in queue {job.queue}: {job.status}")
     return 0
+
+
+async def refuse_unrunnable(
+    jq: JobQueue, job_type: str, queue: str | None, payload: Any, *, force: bool
+) -> None:
+    """UsageError unless jobs of ``job_type`` in ``queue`` (None: the default) can run
+    as given: a declared type's ``payload`` (None: not given) held to its schema, and
+    else, unless ``force``, a live worker of the queue with a handler for the type. What
+    `jobqueue enqueue` asks of its job and `jobqueue schedules` of a schedule's jobs."""
+    declared = (await jq.types.checkers([job_type])).get(job_type)
+    if declared is not None:
+        if payload is not None:
+            refuse_off_schema(declared, payload)
+    elif not force:
+        await refuse_unhandled(jq, job_type, job_options(None, jq.settings, queue)[0])
 
 
 async def refuse_unhandled(jq: JobQueue, job_type: str, queue: str) -> None:

@@ -21,12 +21,11 @@ from jobqueue.cli.common import (
     key_values,
     with_jobqueue,
 )
-from jobqueue.cli.jobs import refuse_off_schema, refuse_unhandled
+from jobqueue.cli.jobs import refuse_unrunnable
 from jobqueue.cli.output import format_time, print_json, print_record, print_table
 from jobqueue.model.schedule_timing import Missed, check_cron, check_zone, parse_every
 from jobqueue.model.schedules import ScheduleConflict, ScheduleInfo, ScheduleNotFound
 from jobqueue.schedules.control import Schedules
-from jobqueue.task import job_options
 
 T = TypeVar("T")
 
@@ -133,7 +132,9 @@ def run_create(args: argparse.Namespace) -> int:
 
     async def create(jq: JobQueue) -> ScheduleInfo:
         _check_timing(given)
-        await _runnable(jq, args.type, given.get("queue"), given.get("payload"), args.force)
+        await refuse_unrunnable(
+            jq, args.type, given.get("queue"), given.get("payload"), force=args.force
+        )
         return await jq.schedules.create(
             args.name, args.type, by=Actor.cli(), enabled=not args.paused, **given
         )
@@ -155,9 +156,10 @@ def run_update(args: argparse.Namespace) -> int:
         if given.keys() & {"type", "queue", "payload"}:
             current = await jq.schedules.get(args.name)
             if current.source != "code":  # else the update says where it is defined
-                await _runnable(jq, given.get("type", current.type),
-                                given.get("queue", current.queue),
-                                given.get("payload", current.payload), args.force)  # fmt: skip
+                await refuse_unrunnable(jq, given.get("type", current.type),
+                                        given.get("queue", current.queue),
+                                        given.get("payload", current.payload),
+                                        force=args.force)  # fmt: skip
         return await jq.schedules.update(args.name, by=Actor.cli(), **given)
 
     changed = _call(args, update)
@@ -199,21 +201,6 @@ def _check_timing(given: dict[str, Any]) -> None:
         parse_every(given["every"])
     if given.get("timezone") is not None:
         check_zone(given["timezone"])
-
-
-async def _runnable(
-    jq: JobQueue, job_type: str, queue: str | None, payload: Any, force: bool
-) -> None:
-    """What `jobqueue enqueue` asks of a job, asked of the schedule's jobs before it is
-    stored: a payload that its declared type's schema takes, or else (unless --force) a
-    live worker of its queue with a handler for its type. A mistyped type would enqueue,
-    at every tick, a job that nothing runs."""
-    declared = (await jq.types.checkers([job_type])).get(job_type)
-    if declared is not None:
-        if payload is not None:
-            refuse_off_schema(declared, payload)
-    elif not force:
-        await refuse_unhandled(jq, job_type, job_options(None, jq.settings, queue)[0])
 
 
 def _call(args: argparse.Namespace, call: Callable[[JobQueue], Awaitable[T]]) -> T:
